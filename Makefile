@@ -1,0 +1,56 @@
+# aoi-fl: every command a user needs. The first call builds the virtual environment in .venv.
+#   make figures            execute every notebook (profile cpu) and write figures/
+#   make figures PROFILE=paper   the papers' exact settings (GPU recommended for training)
+#   make figures NB=03      one notebook (prefix match)
+#   make figures RERUN=1    recompute cached training results instead of re-plotting them
+#   make test               lint, unit tests, and every notebook under nbval in the smoke profile
+#   make bench              performance benchmarks (ratios against references in the same run)
+#   make lab                JupyterLab on the project
+
+PYTHON3 ?= python3
+VENV    := .venv
+PY      := $(VENV)/bin/python
+PROFILE ?= cpu
+NB      ?=
+RERUN   ?= 0
+DATA    ?= data
+export PYTHONHASHSEED := 0
+
+.PHONY: all venv data figures test lint unit nbtest bench lab clean
+
+all: figures
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON3) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+data: venv
+	$(PY) -m aoi_fl.data fetch-mnist --root $(DATA)
+
+figures: venv data
+	$(PY) scripts/run_notebooks.py --profile $(PROFILE) --rerun $(RERUN) $(if $(NB),--only $(NB),)
+
+lint: venv
+	$(PY) -m ruff check aoi_fl tests benchmarks scripts
+	$(PY) -m ruff format --check aoi_fl tests benchmarks scripts
+
+unit: venv data
+	$(PY) -m pytest -q tests
+
+nbtest: venv data
+	AOI_FL_PROFILE=smoke MPLBACKEND=agg $(PY) -m pytest -q --nbval-lax -p no:randomly notebooks
+
+test: lint unit nbtest
+
+bench: venv data
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+lab: venv data
+	$(VENV)/bin/jupyter lab notebooks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

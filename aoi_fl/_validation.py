@@ -1,0 +1,100 @@
+"""Argument checks shared by the whole package.
+
+Every check names the parameter, shows the value it got and says what is allowed, so that a
+bad call fails before any work is done (and before anything is written).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+
+def require_int(
+    name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    """Return ``value`` as an int, or raise naming ``name`` and the allowed range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def require_real(
+    name: str,
+    value: Any,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    strict_minimum: bool = False,
+) -> float:
+    """Return ``value`` as a finite float within the bounds, or raise naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    if minimum is not None:
+        if strict_minimum and value <= minimum:
+            raise ValueError(f"{name} must be > {minimum}, got {value}")
+        if not strict_minimum and value < minimum:
+            raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def require_probability_vector(name: str, p: Any, *, length: int | None = None) -> np.ndarray:
+    """A 1-d float array of probabilities, each in [0, 1]."""
+    arr = np.asarray(p, dtype=float)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-d sequence, got shape {arr.shape}")
+    if length is not None and arr.size != length:
+        raise ValueError(f"{name} must have length {length}, got {arr.size}")
+    bad = ~np.isfinite(arr) | (arr < 0.0) | (arr > 1.0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{name}[{i}] = {float(arr[i])!r} is outside [0, 1]; every entry must be in [0, 1]"
+        )
+    return arr
+
+
+def require_sizes(name: str, sizes: Any) -> np.ndarray:
+    """Dataset sizes: a non-empty 1-d array of finite, strictly positive numbers."""
+    arr = np.asarray(sizes, dtype=float)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-d sequence, got shape {arr.shape}")
+    bad = ~np.isfinite(arr) | (arr <= 0.0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{name}[{i}] = {float(arr[i])!r}; every dataset size must be finite and > 0"
+        )
+    return arr
+
+
+def require_choice(name: str, value: Any, choices: Iterable[str]) -> str:
+    """``value`` must be one of ``choices``; the error lists the valid ones."""
+    options: Sequence[str] = sorted(choices)
+    if value not in options:
+        raise ValueError(f"unknown {name} {value!r}; valid: {', '.join(options)}")
+    return str(value)
+
+
+def require_n_m(n: Any, m: Any) -> tuple[int, int]:
+    """The number of clients n >= 1 and the number selected per round 1 <= m <= n."""
+    n = require_int("n", n, minimum=1)
+    m = require_int("m", m, minimum=1)
+    if m > n:
+        raise ValueError(
+            f"m must be <= n (cannot select more clients than exist), got m={m}, n={n}"
+        )
+    return n, m

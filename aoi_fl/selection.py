@@ -1,0 +1,81 @@
+"""What a client sampler returns each round, and the interface every sampler implements.
+
+The four policies of the AoI paper (Sec. III-B), and the adaptive samplers of later issues, all
+produce one :class:`Selection` per round: the selected client ids and their aggregation weights
+(eq. 15: ``theta = sum_{i in S} w_i theta_i``). Adaptive samplers additionally receive feedback
+after a round through :meth:`Sampler.feedback`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The clients chosen in one round.
+
+    ``ids`` are distinct client indices in increasing order (int64); ``weights`` are the
+    aggregation weights w_i >= 0 of those clients, in the same order (float64). For the paper's
+    four policies the weights sum to one; unbiased estimators of later issues may not.
+    """
+
+    ids: np.ndarray
+    weights: np.ndarray
+
+    def __post_init__(self) -> None:
+        ids = np.asarray(self.ids, dtype=np.int64)
+        weights = np.asarray(self.weights, dtype=np.float64)
+        if ids.ndim != 1 or weights.shape != ids.shape:
+            raise ValueError(
+                f"ids and weights must be 1-d of equal length, got {ids.shape} and {weights.shape}"
+            )
+        object.__setattr__(self, "ids", ids)
+        object.__setattr__(self, "weights", weights)
+
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+    def dense(self, n: int) -> np.ndarray:
+        """The weight vector over all ``n`` clients (zeros for the clients not selected)."""
+        w = np.zeros(n)
+        w[self.ids] = self.weights
+        return w
+
+
+class Sampler(ABC):
+    """A client selection policy with its own random generator.
+
+    ``sample()`` draws the next round. Two samplers built with the same arguments and seed
+    produce the same sequence of selections.
+    """
+
+    #: short machine name used in configs and cache keys, e.g. ``"markov_optimal"``
+    name: str = "sampler"
+    n: int
+
+    @abstractmethod
+    def sample(self) -> Selection:
+        """Select the clients of the next round and their aggregation weights."""
+
+    def feedback(self, ids: np.ndarray, values: np.ndarray) -> None:  # noqa: B027
+        """Receive per-client feedback after a round (e.g. update norms); ignored by default."""
+
+    def config(self) -> dict:
+        """The parameters that define this sampler (for cache keys and reports)."""
+        return {"name": self.name, "n": self.n}
+
+    @abstractmethod
+    def state_dict(self) -> dict:
+        """Everything needed to continue the exact same sequence of selections.
+
+        Values are JSON-serialisable (ints, floats, strings, lists, dicts; arrays as lists), so
+        that checkpoints never need pickle.
+        """
+
+    @abstractmethod
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a state produced by :meth:`state_dict` of a sampler built the same way."""

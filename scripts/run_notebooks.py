@@ -1,0 +1,64 @@
+"""Execute the notebooks in order with papermill (the engine behind ``make figures``).
+
+Outputs of the ``cpu`` and ``paper`` profiles are written back into ``notebooks/`` (committed, so a
+reader sees every figure without running anything); a ``smoke`` run writes its executed copies to a
+temporary folder. Papermill's timestamps and durations are stripped afterwards, so re-running on
+unchanged code leaves every tracked file byte-identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import papermill as pm
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+VOLATILE_CELL_KEYS = ("papermill", "execution")
+
+
+def strip_volatile(path: Path) -> None:
+    """Drop run-dependent metadata (timestamps, durations) from an executed notebook."""
+    nb = json.loads(path.read_text())
+    nb["metadata"].pop("papermill", None)
+    for cell in nb["cells"]:
+        for key in VOLATILE_CELL_KEYS:
+            cell.get("metadata", {}).pop(key, None)
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--profile", default="cpu", choices=("smoke", "cpu", "paper"))
+    parser.add_argument("--rerun", default="0", choices=("0", "1"),
+                        help="recompute cached training results")
+    parser.add_argument("--only", default="", help="run the notebooks whose name starts with this")
+    args = parser.parse_args()
+
+    notebooks = sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")
+                       if p.name.startswith(args.only))
+    if not notebooks:
+        print(f"no notebook in {NOTEBOOKS} starts with {args.only!r}", file=sys.stderr)
+        return 2
+    scratch = Path(tempfile.mkdtemp(prefix="aoi-fl-smoke-")) if args.profile == "smoke" else None
+    offered = {"profile": args.profile, "rerun": args.rerun == "1"}
+    for nb in notebooks:
+        declared = pm.inspect_notebook(str(nb))
+        params = {k: v for k, v in offered.items() if k in declared}
+        out = (scratch / nb.name) if scratch else nb
+        start = time.perf_counter()
+        print(f"[{args.profile}] {nb.name} ...", flush=True)
+        pm.execute_notebook(str(nb), str(out), parameters=params, cwd=str(NOTEBOOKS),
+                            progress_bar=False, kernel_name="python3")
+        strip_volatile(out)
+        print(f"[{args.profile}] {nb.name} done in {time.perf_counter() - start:.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
