@@ -156,43 +156,34 @@ def draw_chain(p: np.ndarray, ax: plt.Axes | None = None, *, precision: int = 2)
     )
     ax.add_patch(loop)
     ax.text(xs[-1] + 0.75, 0.55, fmt(stay), fontsize=7, alpha=edge_alpha(stay))
-    # selection edges back to state 0, drawn below the row of states
+    # selection edges back to state 0, as arcs below the row of states (depth grows with a)
     for a in range(k):
+        color = {"color": _PALETTE[2], "alpha": edge_alpha(p[a])}
         if a == 0:
             sel = FancyArrowPatch(
+                (xs[0] + 0.12, -radius + 0.02),
                 (xs[0] - 0.12, -radius + 0.02),
-                (xs[0] - radius + 0.02, -0.1),
-                connectionstyle="arc3,rad=-2.2",
+                connectionstyle="arc3,rad=-1.6",
                 arrowstyle="-|>",
                 mutation_scale=9,
                 lw=1.0,
-                color=_PALETTE[2],
-                alpha=edge_alpha(p[0]),
+                **color,
             )
         else:
+            rad = -2 * (0.2 + 0.06 * a) / (xs[a] - xs[0])  # arc depth is |rad| * length / 2
             sel = FancyArrowPatch(
-                (xs[a], -radius),
-                (xs[0] + 0.1, -radius),
-                connectionstyle=f"arc3,rad={0.12 + 0.02 * a}",
+                (xs[a] - 0.1, -radius + 0.02),
+                (xs[0] + 0.1, -radius + 0.02),
+                connectionstyle=f"arc3,rad={rad}",
                 arrowstyle="-|>",
                 mutation_scale=9,
                 lw=1.0,
-                color=_PALETTE[2],
-                alpha=edge_alpha(p[a]),
+                **color,
             )
         ax.add_patch(sel)
-        ax.text(
-            xs[a],
-            -radius - 0.12 - 0.09 * a if a else -0.85,
-            fmt(p[a]),
-            ha="center",
-            va="top",
-            fontsize=7,
-            color=_PALETTE[2],
-            alpha=edge_alpha(p[a]),
-        )
+        ax.text(xs[a] + 0.22, -radius - 0.05, fmt(p[a]), ha="left", va="top", fontsize=7, **color)
     ax.set_xlim(xs[0] - 0.9, xs[-1] + 1.2)
-    ax.set_ylim(-0.45 - 0.12 * k, 1.0)
+    ax.set_ylim(-0.75 - 0.1 * k, 0.9)
     ax.set_aspect("equal")
     ax.axis("off")
     return ax

@@ -23,25 +23,29 @@ VOLATILE_CELL_KEYS = ("papermill", "execution")
 
 
 def strip_volatile(path: Path) -> None:
-    """Drop run-dependent metadata (timestamps, durations) from an executed notebook."""
+    """Drop run-dependent metadata (timestamps, durations, ids) from an executed notebook."""
     nb = json.loads(path.read_text())
     nb["metadata"].pop("papermill", None)
     for cell in nb["cells"]:
         for key in VOLATILE_CELL_KEYS:
             cell.get("metadata", {}).pop(key, None)
+        if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
+            cell["id"] = "injected-parameters"  # papermill draws a random id on every run
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--profile", default="cpu", choices=("smoke", "cpu", "paper"))
-    parser.add_argument("--rerun", default="0", choices=("0", "1"),
-                        help="recompute cached training results")
+    parser.add_argument(
+        "--rerun", default="0", choices=("0", "1"), help="recompute cached training results"
+    )
     parser.add_argument("--only", default="", help="run the notebooks whose name starts with this")
     args = parser.parse_args()
 
-    notebooks = sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")
-                       if p.name.startswith(args.only))
+    notebooks = sorted(
+        p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if p.name.startswith(args.only)
+    )
     if not notebooks:
         print(f"no notebook in {NOTEBOOKS} starts with {args.only!r}", file=sys.stderr)
         return 2
@@ -53,8 +57,14 @@ def main() -> int:
         out = (scratch / nb.name) if scratch else nb
         start = time.perf_counter()
         print(f"[{args.profile}] {nb.name} ...", flush=True)
-        pm.execute_notebook(str(nb), str(out), parameters=params, cwd=str(NOTEBOOKS),
-                            progress_bar=False, kernel_name="python3")
+        pm.execute_notebook(
+            str(nb),
+            str(out),
+            parameters=params,
+            cwd=str(NOTEBOOKS),
+            progress_bar=False,
+            kernel_name="python3",
+        )
         strip_volatile(out)
         print(f"[{args.profile}] {nb.name} done in {time.perf_counter() - start:.1f} s", flush=True)
     return 0

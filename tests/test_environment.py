@@ -1,0 +1,86 @@
+"""The conda environment, the pip project and the profiles agree."""
+
+import re
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aoi_fl import profiles, seeding
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pins_from_pyproject() -> dict[str, str]:
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = {}
+    for dep in deps:
+        name, version = dep.split("==")
+        pins[name.lower()] = version
+    return pins
+
+
+def pins_from_environment_yml() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "environment.yml").read_text().splitlines():
+        match = re.fullmatch(r"\s*-\s+([A-Za-z0-9_.\-]+)==([^\s#]+)\s*", line)
+        if match:
+            pins[match.group(1).lower()] = match.group(2)
+    return pins
+
+
+def test_every_dependency_is_pinned_exactly():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert all("==" in d for d in deps), deps
+
+
+def test_environment_yml_matches_pyproject():
+    assert pins_from_environment_yml() == pins_from_pyproject()
+
+
+def test_torch_pins_are_the_local_ones():
+    pins = pins_from_pyproject()
+    assert pins["torch"] == "2.14.1" and pins["torchvision"] == "0.29.1"
+
+
+def test_python_version_agrees():
+    text = (ROOT / "environment.yml").read_text()
+    assert "python=3.11" in text
+    assert (
+        ">=3.11,<3.12"
+        in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    )
+
+
+def test_profile_resolution(monkeypatch):
+    monkeypatch.delenv(profiles.ENV_VAR, raising=False)
+    assert profiles.resolve_profile("cpu") == "cpu"
+    monkeypatch.setenv(profiles.ENV_VAR, "smoke")
+    assert profiles.resolve_profile("paper") == "smoke"
+    monkeypatch.setenv(profiles.ENV_VAR, "fast")
+    with pytest.raises(ValueError, match="unknown profile 'fast'; valid: cpu, paper, smoke"):
+        profiles.resolve_profile("cpu")
+
+
+def test_profile_settings_must_cover_every_profile_alike():
+    table = {"smoke": {"T": 10}, "cpu": {"T": 100}, "paper": {"T": 1000}}
+    assert profiles.settings("cpu", table) == {"T": 100}
+    with pytest.raises(ValueError, match="lacks profiles"):
+        profiles.settings("cpu", {"cpu": {"T": 1}})
+    with pytest.raises(ValueError, match="same settings"):
+        profiles.settings("cpu", {"smoke": {"T": 1}, "cpu": {"T": 1, "x": 2}, "paper": {"T": 1}})
+
+
+def test_streams_are_reproducible_and_independent():
+    a = seeding.generator(3, "sampler").random(5)
+    assert np.array_equal(a, seeding.generator(3, "sampler").random(5))
+    assert not np.array_equal(a, seeding.generator(4, "sampler").random(5))
+    assert not np.array_equal(a, seeding.generator(3, "partition").random(5))
+    assert not np.array_equal(a, seeding.generator(3, "sampler", 1).random(5))
+    assert seeding.derived_seed(3, "model_init") == seeding.derived_seed(3, "model_init")
+    assert 0 <= seeding.derived_seed(3, "model_init") < 2**63
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        seeding.generator(-1, "sampler")
+    with pytest.raises(ValueError, match="stream must be a non-empty string"):
+        seeding.generator(0, "")
