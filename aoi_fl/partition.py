@@ -1,0 +1,169 @@
+"""Client data partitions and dataset sizes.
+
+A partition is a list with one entry per client: a sorted int64 array of the sample indices
+that client holds. All functions are pure functions of (labels or sizes, parameters, seed): the
+randomness comes from ``seeding.generator(seed, "partition")`` (index assignment) or
+``seeding.generator(seed, "dataset_sizes")`` (Zipf sizes), never from a global RNG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ._validation import require_int, require_real
+from .seeding import generator
+
+Partition = list[np.ndarray]
+
+
+def _cut(indices: np.ndarray, sizes: np.ndarray) -> Partition:
+    """Consecutive blocks of ``indices`` with the given sizes, each sorted."""
+    bounds = np.cumsum(sizes)[:-1]
+    return [np.sort(block).astype(np.int64) for block in np.split(indices, bounds)]
+
+
+def _require_labels(labels: object) -> np.ndarray:
+    arr = np.asarray(labels)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"labels must be a non-empty 1-d array, got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"labels must be integers, got dtype {arr.dtype}")
+    if arr.min() < 0:
+        raise ValueError(f"labels must be >= 0, got minimum {arr.min()}")
+    return arr.astype(np.int64)
+
+
+def iid_equal(num_samples: int, n_clients: int, seed: int) -> Partition:
+    """Shuffle ``range(num_samples)`` and deal it into ``n_clients`` near-equal parts.
+
+    Sizes differ by at most one (the first ``num_samples % n_clients`` clients get one more).
+    """
+    num_samples = require_int("num_samples", num_samples, minimum=1)
+    n_clients = require_int("n_clients", n_clients, minimum=1, maximum=num_samples)
+    base, extra = divmod(num_samples, n_clients)
+    sizes = np.full(n_clients, base, dtype=np.int64)
+    sizes[:extra] += 1
+    return _cut(generator(seed, "partition").permutation(num_samples), sizes)
+
+
+def iid_sizes(num_samples: int, sizes: Sequence[int] | np.ndarray, seed: int) -> Partition:
+    """Client i gets ``sizes[i]`` samples drawn uniformly without replacement.
+
+    The parts are disjoint; they cover every index only when ``sum(sizes) == num_samples``.
+    """
+    num_samples = require_int("num_samples", num_samples, minimum=1)
+    arr = np.asarray(sizes)
+    if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"sizes must be a non-empty 1-d integer array, got {sizes!r}")
+    if arr.min() < 1:
+        raise ValueError(f"every entry of sizes must be >= 1, got minimum {arr.min()}")
+    if arr.sum() > num_samples:
+        raise ValueError(
+            f"sum(sizes) = {arr.sum()} exceeds num_samples = {num_samples}; "
+            "the parts must be disjoint"
+        )
+    perm = generator(seed, "partition").permutation(num_samples)[: int(arr.sum())]
+    return _cut(perm, arr.astype(np.int64))
+
+
+def _apportion(total: int, weights: np.ndarray) -> np.ndarray:
+    """Integers proportional to ``weights`` that sum to ``total`` (largest-remainder method)."""
+    quota = total * weights / weights.sum()
+    counts = np.floor(quota).astype(np.int64)
+    short = total - int(counts.sum())
+    # stable sort: ties go to the lower client index, so the result is deterministic
+    counts[np.argsort(counts - quota, kind="stable")[:short]] += 1
+    return counts
+
+
+def zipf_sizes(
+    n_clients: int, a: float, seed: int, total: int | None = None, min_size: int = 1
+) -> np.ndarray:
+    """Client dataset sizes from a Zipf law, as in the AoI paper (Zipf shape a = 2.0).
+
+    Draws ``z_i ~ Zipf(a)`` with NumPy's ``Generator.zipf`` (P(z = k) proportional to k^-a,
+    k >= 1). Without ``total`` the sizes are the raw realisation, floored at ``min_size``.
+    With ``total`` each client gets ``min_size`` plus a largest-remainder share of
+    ``total - n_clients * min_size`` proportional to ``z_i``, so the sizes sum to ``total``.
+    """
+    n_clients = require_int("n_clients", n_clients, minimum=1)
+    a = require_real("a", a, minimum=1.0, strict_minimum=True)
+    min_size = require_int("min_size", min_size, minimum=1)
+    if total is not None:
+        total = require_int("total", total, minimum=n_clients * min_size)
+    z = generator(seed, "dataset_sizes").zipf(a, size=n_clients).astype(np.int64)
+    if total is None:
+        return np.maximum(z, min_size)
+    return min_size + _apportion(total - n_clients * min_size, z.astype(float))
+
+
+def dirichlet_label_skew(
+    labels: Sequence[int] | np.ndarray,
+    n_clients: int,
+    alpha: float,
+    seed: int,
+    min_size: int = 10,
+    max_retries: int = 1000,
+) -> Partition:
+    """Label-skewed non-IID partition, algorithm (A) "per class, split across clients".
+
+    For every class c, draw ``p ~ Dir_N(alpha)`` over the ``N = n_clients`` clients and cut
+    that class's shuffled indices into consecutive blocks of sizes
+    ``diff(floor(cumsum(p) * n_c))``. This is the usual reading of "Dirichlet alpha" in FL
+    papers (e.g. the AoI paper's alpha = 0.3). If some client ends up with fewer than
+    ``min_size`` samples the whole draw is repeated, at most ``max_retries`` times; then a
+    ``RuntimeError`` names alpha, min_size and the best minimum reached (never a hang). There
+    is no self-balancing step: a client may receive many samples.
+    """
+    labels = _require_labels(labels)
+    n_clients = require_int("n_clients", n_clients, minimum=1)
+    alpha = require_real("alpha", alpha, minimum=0.0, strict_minimum=True)
+    min_size = require_int("min_size", min_size, minimum=0)
+    max_retries = require_int("max_retries", max_retries, minimum=1)
+    if n_clients * min_size > labels.size:
+        raise ValueError(
+            f"impossible: n_clients * min_size = {n_clients} * {min_size} exceeds the "
+            f"{labels.size} samples"
+        )
+    rng = generator(seed, "partition")
+    classes = np.unique(labels)
+    class_counts = np.array([(labels == c).sum() for c in classes])
+    best = -1
+    for _ in range(max_retries):
+        # only the counts are drawn per attempt; indices are assigned once a draw is accepted
+        p = rng.dirichlet(np.full(n_clients, alpha), size=classes.size)
+        cuts = np.floor(np.cumsum(p, axis=1) * class_counts[:, None]).astype(np.int64)
+        cuts[:, -1] = class_counts  # cumsum may end at 1 - eps
+        counts = np.diff(cuts, axis=1, prepend=0)  # (classes, clients)
+        smallest = int(counts.sum(axis=0).min())
+        best = max(best, smallest)
+        if smallest >= min_size:
+            break
+    else:
+        raise RuntimeError(
+            f"dirichlet_label_skew: no partition with every client holding >= min_size="
+            f"{min_size} samples after max_retries={max_retries} draws (alpha={alpha}, "
+            f"n_clients={n_clients}, {labels.size} samples); the best minimum reached was "
+            f"{best}. Raise alpha, lower min_size, or raise max_retries."
+        )
+    parts: list[list[np.ndarray]] = [[] for _ in range(n_clients)]
+    for c, row in zip(classes, counts, strict=True):
+        shuffled = rng.permutation(np.flatnonzero(labels == c))
+        for client, block in enumerate(np.split(shuffled, np.cumsum(row)[:-1])):
+            parts[client].append(block)
+    return [np.sort(np.concatenate(blocks)).astype(np.int64) for blocks in parts]
+
+
+def label_histogram(
+    labels: Sequence[int] | np.ndarray, partition: Partition, num_classes: int
+) -> np.ndarray:
+    """Counts of each class per client: an ``(n_clients, num_classes)`` int64 array."""
+    labels = _require_labels(labels)
+    num_classes = require_int("num_classes", num_classes, minimum=1)
+    if labels.max() >= num_classes:
+        raise ValueError(f"labels go up to {labels.max()}, but num_classes = {num_classes}")
+    return np.stack(
+        [np.bincount(labels[np.asarray(idx)], minlength=num_classes) for idx in partition]
+    ).astype(np.int64)
