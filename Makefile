@@ -42,7 +42,7 @@ unit: venv data
 	$(PY) -m pytest -q tests
 
 nbtest: venv data
-	AOI_FL_PROFILE=smoke MPLBACKEND=agg $(PY) -m pytest -q --nbval-lax -p no:randomly notebooks
+	AOI_FL_PROFILE=smoke MPLBACKEND=agg $(PY) -m pytest -q --nbval-lax notebooks
 
 test: lint unit nbtest
 
