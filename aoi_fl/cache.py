@@ -1,0 +1,207 @@
+"""On-disk results and checkpoints, keyed by a hash of the full experiment configuration.
+
+Layout under a cache root (``results/`` by default)::
+
+    runs/<key>/result.json          the result: config, records, checksums
+    runs/<key>/arrays.npz           NumPy arrays of the result (e.g. the final model), no pickle
+    checkpoints/<key>/latest.json   round, JSON state (sampler, records) and the tensors' SHA-256
+    checkpoints/<key>/round-<t>.pt  tensors of round t (torch.save, read with weights_only=True)
+
+``<key>`` is the SHA-256 of the canonical JSON of ``{"format": RESULTS_FORMAT_VERSION,
+"config": config}``; bump :data:`RESULTS_FORMAT_VERSION` whenever a code change alters the
+numbers a configuration produces, so that stale results are never served.
+
+Every file is written to a temporary name in its folder and moved into place with
+``os.replace``, so a reader sees either the old file or the complete new one. A result is
+written arrays first, JSON last; a checkpoint tensors first, ``latest.json`` last. An entry
+that fails to parse, lacks a field, or whose checksum does not match is reported with a
+warning and treated as missing, so that the caller recomputes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+import warnings
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+#: Version of the result format and of the numbers behind it (part of every key).
+RESULTS_FORMAT_VERSION = 1
+
+_KEY_CHARS = 24  # 96 bits of the SHA-256: collisions are not a concern, paths stay short
+
+
+class CorruptEntry(ValueError):
+    """A cache file exists but is unreadable or fails its checksum."""
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no whitespace: equal objects give equal strings."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def config_key(config: Mapping[str, Any]) -> str:
+    """The cache key of a (JSON-serialisable) configuration."""
+    payload = canonical_json({"format": RESULTS_FORMAT_VERSION, "config": config})
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:_KEY_CHARS]
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _sealed(body: Mapping[str, Any]) -> bytes:
+    """``body`` plus the SHA-256 of its canonical JSON, as JSON bytes."""
+    return json.dumps({**body, "sha256": _sha256(canonical_json(body).encode())}).encode()
+
+
+def _unseal(path: Path) -> dict[str, Any]:
+    """Read a file written by :func:`_sealed`; raise :class:`CorruptEntry` if it does not check."""
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptEntry(f"{path}: unreadable JSON ({exc})") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("sha256"), str):
+        raise CorruptEntry(f"{path}: no checksum field")
+    body = {k: v for k, v in doc.items() if k != "sha256"}
+    if _sha256(canonical_json(body).encode()) != doc["sha256"]:
+        raise CorruptEntry(f"{path}: checksum mismatch (altered or truncated)")
+    return body
+
+
+def _arrays_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    return buf.getvalue()
+
+
+class ResultStore:
+    """Finished results: ``save(config, result, arrays)`` and ``load(config)``."""
+
+    def __init__(self, root: str | os.PathLike = "results") -> None:
+        self.root = Path(root)
+
+    def folder(self, config: Mapping[str, Any]) -> Path:
+        return self.root / "runs" / config_key(config)
+
+    def save(
+        self,
+        config: Mapping[str, Any],
+        result: Mapping[str, Any],
+        arrays: Mapping[str, np.ndarray] | None = None,
+    ) -> Path:
+        """Store ``result`` (JSON-serialisable) and ``arrays`` for ``config``; return the folder."""
+        folder = self.folder(config)
+        data = _arrays_bytes(arrays or {})
+        atomic_write_bytes(folder / "arrays.npz", data)
+        body = {
+            "format": RESULTS_FORMAT_VERSION,
+            "key": config_key(config),
+            "config": config,
+            "result": result,
+            "arrays_sha256": _sha256(data),
+        }
+        atomic_write_bytes(folder / "result.json", _sealed(body))
+        return folder
+
+    def load(self, config: Mapping[str, Any]) -> tuple[dict, dict[str, np.ndarray]] | None:
+        """``(result, arrays)`` for ``config``, or None when absent or corrupt (with a warning)."""
+        folder = self.folder(config)
+        if not (folder / "result.json").exists():
+            return None
+        try:
+            return self._read(folder, config)
+        except CorruptEntry as exc:
+            warnings.warn(
+                f"ignoring corrupt cached result, it will be recomputed: {exc}", stacklevel=2
+            )
+            return None
+
+    @staticmethod
+    def _read(folder: Path, config: Mapping[str, Any]) -> tuple[dict, dict[str, np.ndarray]]:
+        body = _unseal(folder / "result.json")
+        if body.get("format") != RESULTS_FORMAT_VERSION:
+            raise CorruptEntry(f"{folder}: format {body.get('format')!r}")
+        if canonical_json(body.get("config")) != canonical_json(config):
+            raise CorruptEntry(f"{folder}: stored config differs from the requested one")
+        try:
+            data = (folder / "arrays.npz").read_bytes()
+        except OSError as exc:
+            raise CorruptEntry(f"{folder}: arrays.npz unreadable ({exc})") from exc
+        if _sha256(data) != body.get("arrays_sha256"):
+            raise CorruptEntry(f"{folder}: arrays.npz checksum mismatch")
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+                arrays = {k: npz[k] for k in npz.files}
+        except (ValueError, OSError, zipfile.BadZipFile) as exc:
+            raise CorruptEntry(f"{folder}: arrays.npz unreadable ({exc})") from exc
+        return body["result"], arrays
+
+
+class CheckpointStore:
+    """The latest checkpoint of one run: tensors (torch.save) plus a JSON state."""
+
+    def __init__(self, root: str | os.PathLike, config: Mapping[str, Any]) -> None:
+        self.folder = Path(root) / "checkpoints" / config_key(config)
+
+    def save(self, rounds_done: int, tensors: Mapping[str, torch.Tensor], state: Mapping) -> None:
+        """Store the state after ``rounds_done`` rounds; the previous checkpoint goes after."""
+        buf = io.BytesIO()
+        torch.save({k: v.detach().cpu() for k, v in tensors.items()}, buf)
+        data = buf.getvalue()
+        name = f"round-{rounds_done:07d}.pt"
+        atomic_write_bytes(self.folder / name, data)
+        body = {
+            "round": rounds_done,
+            "tensors": name,
+            "tensors_sha256": _sha256(data),
+            "state": state,
+        }
+        atomic_write_bytes(self.folder / "latest.json", _sealed(body))
+        for old in self.folder.glob("round-*.pt"):
+            if old.name != name:
+                old.unlink(missing_ok=True)
+
+    def load(self) -> tuple[int, dict[str, torch.Tensor], dict] | None:
+        """``(round, tensors, state)`` of the latest checkpoint, or None (warning if corrupt)."""
+        if not (self.folder / "latest.json").exists():
+            return None
+        try:
+            body = _unseal(self.folder / "latest.json")
+            data = (self.folder / str(body["tensors"])).read_bytes()
+            if _sha256(data) != body["tensors_sha256"]:
+                raise CorruptEntry(f"{self.folder}: tensor file checksum mismatch")
+            tensors = torch.load(io.BytesIO(data), weights_only=True)
+            return int(body["round"]), dict(tensors), body["state"]
+        except (CorruptEntry, KeyError, OSError, RuntimeError, TypeError, ValueError) as exc:
+            warnings.warn(f"ignoring unusable checkpoint in {self.folder}: {exc}", stacklevel=2)
+            return None
+
+    def clear(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,0 +1,391 @@
+"""Tests of aoi_fl.train: engines, aggregation (eq. 15), schedules, trainer, rounds_to_target."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from aoi_fl.data import TensorSplit
+from aoi_fl.models import build_model
+from aoi_fl.selection import Sampler, Selection
+from aoi_fl.train import (
+    ClientUpdates,
+    ConstantLR,
+    ExponentialDecay,
+    FederatedData,
+    FederatedTrainer,
+    InverseSqrtDecay,
+    LocalSolver,
+    LocalTraining,
+    TrainSettings,
+    WeightedDelta,
+    WeightedSum,
+    activation_bytes,
+    check_model,
+    local_batches,
+    rounds_to_target,
+    update_norms,
+)
+
+SIZES = [37, 120, 51, 80, 12, 100]  # unequal, none a multiple of the batch size below
+
+
+def tiny_cnn() -> nn.Module:
+    gen = torch.Generator().manual_seed(1)
+    model = nn.Sequential(
+        nn.Conv2d(1, 3, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(3 * 4 * 4, 5),
+        nn.ReLU(),
+        nn.Linear(5, 4),
+    )
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.3)
+    return model
+
+
+def synthetic(sizes=SIZES, shape=(1, 8, 8), classes=4, seed=0) -> FederatedData:
+    gen = torch.Generator().manual_seed(seed)
+    total = sum(sizes)
+    y = torch.randint(0, classes, (total,), generator=gen)
+    prototypes = torch.randn(classes, *shape, generator=gen)
+    x = prototypes[y] + 0.5 * torch.randn(total, *shape, generator=gen)
+    bounds = np.cumsum([0, *sizes])
+    # interleave clients' indices so that a client's samples are not contiguous
+    perm = np.random.default_rng(seed).permutation(total)
+    partition = [np.sort(perm[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    test = TensorSplit(x[:64].clone(), y[:64].clone())
+    return FederatedData(TensorSplit(x, y), test, partition)
+
+
+def schedules_for(data: FederatedData, ids, epochs=2, batch_size=25, t=0, seed=0):
+    out = []
+    for i in ids:
+        idx = data.partition[i]
+        rows = local_batches(seed, t, i, idx.size, epochs, batch_size)
+        out.append(np.where(rows >= 0, idx[np.maximum(rows, 0)], -1))
+    return out
+
+
+def params_of(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.named_parameters()}
+
+
+class MomentumSolver(LocalSolver):
+    """SGD with heavy-ball momentum and a step counter: exercises per-client solver state."""
+
+    name = "momentum"
+
+    def start(self, ids, global_params):
+        state = {f"v.{k}": torch.zeros(len(ids), *v.shape) for k, v in global_params.items()}
+        state["steps"] = torch.zeros(len(ids))
+        return state
+
+    def step(self, params, grads, lr, state):
+        for k, p in params.items():
+            v = state[f"v.{k}"]
+            v.mul_(0.9).add_(grads[k])
+            p.sub_(v, alpha=lr)
+        state["steps"].add_(1)
+
+
+class ScriptedSampler(Sampler):
+    """Replays given selections and records the feedback it gets."""
+
+    name = "scripted"
+
+    def __init__(self, n, rounds):
+        self.n = n
+        self.rounds = [Selection(np.asarray(ids), np.asarray(w, dtype=float)) for ids, w in rounds]
+        self.t = 0
+        self.fed_back = []
+
+    def sample(self):
+        sel = self.rounds[self.t % len(self.rounds)]
+        self.t += 1
+        return sel
+
+    def feedback(self, ids, values):
+        self.fed_back.append((np.asarray(ids).tolist(), np.asarray(values).tolist()))
+
+    def state_dict(self):
+        return {"t": self.t}
+
+    def load_state_dict(self, state):
+        self.t = state["t"]
+
+
+# ---------------------------------------------------------------------------------------------
+# mini-batch schedules
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    size=st.integers(1, 130),
+    batch=st.integers(1, 60),
+    epochs=st.integers(1, 4),
+    t=st.integers(0, 1000),
+    client=st.integers(0, 99),
+)
+def test_local_batches_are_epochs_of_permutations(size, batch, epochs, t, client):
+    rows = local_batches(7, t, client, size, epochs, batch)
+    steps = math.ceil(size / batch)
+    assert rows.shape == (epochs * steps, batch) and rows.dtype == np.int64
+    for e in range(epochs):
+        epoch = rows[e * steps : (e + 1) * steps].ravel()
+        assert np.array_equal(np.sort(epoch[epoch >= 0]), np.arange(size))
+        # padding (-1) only at the end of the epoch's last batch
+        assert (epoch[size:] == -1).all() and (epoch[:size] >= 0).all()
+    assert np.array_equal(rows, local_batches(7, t, client, size, epochs, batch))
+
+
+def test_local_batches_depend_on_round_client_and_seed():
+    base = local_batches(0, 3, 5, 100, 1, 10)
+    for args in [(1, 3, 5), (0, 4, 5), (0, 3, 6)]:
+        assert not np.array_equal(base, local_batches(*args, 100, 1, 10))
+    assert local_batches(0, 0, 0, 0, 2, 10).shape == (0, 10)  # a client without data
+    with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
+        local_batches(0, 0, 0, 10, 1, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# engines
+
+
+@pytest.mark.parametrize("model_fn", [tiny_cnn, lambda: build_model("small_cnn", seed=3)])
+def test_batched_engines_match_sequential(model_fn):
+    model = model_fn()
+    shape = (1, 8, 8) if model_fn is tiny_cnn else (1, 28, 28)
+    data = synthetic(shape=shape, classes=4)
+    ids = [4, 0, 2, 5, 1, 3]  # not sorted by size: exercises the engines' reordering
+    schedules = schedules_for(data, ids)
+    global_params = params_of(model)
+    results = {}
+    engines = [("sequential", None), ("vmap", None), ("vmap", 2)]
+    engines += [("stacked", None), ("stacked", 1), ("stacked", 4), ("stacked", 100)]
+    for engine, chunk in engines:
+        solver = MomentumSolver()
+        state = solver.start(np.array(ids), global_params)
+        local = LocalTraining(model, engine=engine, chunk=chunk)
+        out = local(global_params, data.train, schedules, 0.05, solver, state)
+        results[engine, chunk] = out, state
+    ref, ref_state = results["sequential", None]
+    assert ref_state["steps"].tolist() == [len(s) for s in schedules]
+    for key, (out, state) in results.items():
+        for k in ref:
+            assert out[k].shape == (len(ids), *global_params[k].shape)
+            torch.testing.assert_close(out[k], ref[k], rtol=1e-4, atol=2e-5, msg=str(key))
+        for k in ref_state:
+            torch.testing.assert_close(state[k], ref_state[k], rtol=1e-4, atol=2e-5)
+    # every client moved away from the global model, each differently
+    last = list(ref)[-1]
+    assert not torch.allclose(ref[last][0], ref[last][1])
+    assert all(not torch.allclose(v, global_params[last]) for v in ref[last])
+
+
+def test_sequential_engine_is_plain_sgd():
+    """One client, one full-batch step: theta - lr * grad of the mean loss."""
+    model = tiny_cnn()
+    data = synthetic(sizes=[10], shape=(1, 8, 8))
+    gp = params_of(model)
+    schedules = [np.arange(10)[None, :]]
+    out = LocalTraining(model, engine="sequential")(
+        gp, data.train, schedules, 0.1, LocalSolver(), {}
+    )
+    loss = nn.functional.cross_entropy(model(data.train.x), data.train.y)
+    grads = torch.autograd.grad(loss, list(model.parameters()))
+    for (k, p), g in zip(gp.items(), grads, strict=True):
+        torch.testing.assert_close(out[k][0], p - 0.1 * g)
+
+
+def test_auto_engine_and_chunk():
+    assert LocalTraining(build_model("small_cnn")).engine == "stacked"
+    layer_norm = nn.Sequential(nn.Flatten(), nn.LayerNorm(4), nn.Linear(4, 2))
+    assert LocalTraining(layer_norm).engine == "vmap"  # LayerNorm has parameters: not stackable
+    with pytest.raises(ValueError, match="engine 'stacked' supports"):
+        LocalTraining(layer_norm, engine="stacked")
+    model = build_model("mcmahan_cnn")
+    split = TensorSplit(torch.zeros(2, 1, 28, 28), torch.zeros(2, dtype=torch.int64))
+    # McMahan's CNN: ~17 MB of activations per batch of 50, so one client at a time
+    assert 16e6 < activation_bytes(model, split.x[:1]) * 50 < 20e6
+    assert LocalTraining(model).chunk_size(split, 50) == 1
+    assert LocalTraining(model, chunk=3).chunk_size(split, 50) == 3
+
+
+def test_model_checks():
+    with pytest.raises(ValueError, match="buffers"):
+        check_model(nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)))
+    with pytest.raises(ValueError, match="dropout with p=0.2"):
+        check_model(build_model("small_cnn", dropout=0.2))
+    check_model(build_model("small_cnn"))  # dropout 0 is fine
+    with pytest.raises(ValueError, match="unknown engine 'jit'"):
+        LocalTraining(tiny_cnn(), engine="jit")
+
+
+# ---------------------------------------------------------------------------------------------
+# aggregation, feedback, schedules
+
+
+def two_client_updates(weights):
+    a = {"w": torch.tensor([[1.0, 2.0]]), "b": torch.tensor([0.5])}
+    b = {"w": torch.tensor([[3.0, -2.0]]), "b": torch.tensor([-1.5])}
+    stacked = {k: torch.stack([a[k], b[k]]) for k in a}
+    return a, b, ClientUpdates(np.array([2, 7]), np.array(weights), stacked, {}, np.array([1, 1]))
+
+
+def test_weighted_sum_is_eq15_on_a_hand_made_case():
+    a, b, updates = two_client_updates([0.25, 0.75])
+    glob = {"w": torch.tensor([[100.0, 100.0]]), "b": torch.tensor([100.0])}
+    new = WeightedSum()(glob, updates)
+    assert torch.equal(new["w"], torch.tensor([[2.5, -1.0]]))  # 0.25 * a + 0.75 * b
+    assert torch.equal(new["b"], torch.tensor([-1.0]))
+    # the delta form agrees when the weights sum to one
+    delta = WeightedDelta()(glob, updates)
+    for k in new:
+        torch.testing.assert_close(delta[k], new[k])
+
+
+def test_weighted_delta_with_unnormalised_weights_and_server_lr():
+    a, b, updates = two_client_updates([2.0, 0.5])
+    glob = {"w": torch.tensor([[1.0, 1.0]]), "b": torch.tensor([0.0])}
+    new = WeightedDelta(server_lr=0.5)(glob, updates)
+    for k in glob:
+        expected = glob[k] + 0.5 * (2.0 * (a[k] - glob[k]) + 0.5 * (b[k] - glob[k]))
+        torch.testing.assert_close(new[k], expected)
+    with pytest.raises(ValueError, match="server_lr must be > 0"):
+        WeightedDelta(server_lr=0.0)
+
+
+def test_empty_selection_keeps_the_global_model():
+    glob = {"w": torch.ones(1, 2)}
+    empty = ClientUpdates(
+        np.zeros(0, np.int64), np.zeros(0), {"w": torch.zeros(0, 1, 2)}, {}, np.zeros(0)
+    )
+    assert WeightedSum()(glob, empty) is glob
+    assert WeightedDelta()(glob, empty) is glob
+    assert update_norms(glob, empty).shape == (0,)
+
+
+def test_update_norms():
+    a, b, updates = two_client_updates([0.5, 0.5])
+    glob = {"w": torch.zeros(1, 2), "b": torch.zeros(1)}
+    np.testing.assert_allclose(update_norms(glob, updates), [math.sqrt(5.25), math.sqrt(15.25)])
+
+
+def test_lr_schedules():
+    paper = ExponentialDecay()
+    assert paper(0) == 0.1
+    assert paper(10) == pytest.approx(0.1 * 0.998**10, rel=1e-15)
+    assert paper(1000) == pytest.approx(0.1 * math.exp(1000 * math.log(0.998)), rel=1e-12)
+    assert all(paper(t + 1) < paper(t) for t in range(50))
+    fedsum = InverseSqrtDecay(lr0=0.01, period=10)
+    assert fedsum(0) == 0.01 and fedsum(30) == pytest.approx(0.005)
+    assert ConstantLR(0.3)(123) == 0.3
+    assert ExponentialDecay(0.2, 0.5).config() == {"name": "exponential", "lr0": 0.2, "decay": 0.5}
+    with pytest.raises(ValueError, match="decay must be <= 1.0"):
+        ExponentialDecay(0.1, 1.5)
+    with pytest.raises(ValueError, match="lr0 must be > 0"):
+        ExponentialDecay(0.0)
+
+
+def test_rounds_to_target():
+    assert rounds_to_target([0.5, 0.8, 0.97, 0.96, 0.99], 0.97) == 3
+    assert rounds_to_target([0.5, 0.8], 0.97) is None
+    assert rounds_to_target([0.1, 0.2, 0.975], 0.975, rounds=[0, 5, 10]) == 10
+    assert rounds_to_target({0: 0.1, 2: None, 4: 0.98}, 0.97) == 4
+    assert rounds_to_target([], 0.5) is None
+    with pytest.raises(ValueError, match="rounds has 2 entries but accuracy has 3"):
+        rounds_to_target([0.1, 0.2, 0.3], 0.5, rounds=[1, 2])
+
+
+# ---------------------------------------------------------------------------------------------
+# the trainer
+
+
+def make_trainer(seed=0, engine="auto", sampler=None, **kw):
+    data = synthetic(shape=(1, 8, 8))
+    sampler = sampler or ScriptedSampler(
+        6, [([0, 3], [0.4, 0.6]), ([1, 2, 5], [0.2, 0.3, 0.5]), ([4], [1.0])]
+    )
+    settings = TrainSettings(
+        rounds=kw.pop("rounds", 4), local_epochs=1, batch_size=16, seed=seed, engine=engine, **kw
+    )
+    return FederatedTrainer(tiny_cnn(), data, sampler, settings, lr_schedule=ConstantLR(0.1))
+
+
+def test_trainer_records_and_feedback():
+    trainer = make_trainer(eval_every=3, rounds=4)
+    history = trainer.run()
+    assert trainer.round == 4
+    assert history["eval_round"] == [0, 3, 4]  # initial, every 3 rounds, and the last round
+    assert history["selected"] == [[0, 3], [1, 2, 5], [4], [0, 3]]
+    assert history["weights"][1] == [0.2, 0.3, 0.5]
+    assert history["lr"] == [0.1] * 4
+    assert all(0.0 <= a <= 1.0 for a in history["test_accuracy"])
+    fed = trainer.sampler.fed_back
+    assert [ids for ids, _ in fed] == history["selected"]
+    assert [v for _, v in fed] == history["update_norms"]
+    assert all(v > 0 for _, vals in fed for v in vals)
+
+
+def test_trainer_is_deterministic_and_engine_independent():
+    runs = {}
+    for engine in ("sequential", "stacked", "vmap"):
+        trainer = make_trainer(engine=engine)
+        runs[engine] = trainer.run(), trainer.params
+    again = make_trainer(engine="stacked")
+    assert again.run() == runs["stacked"][0]  # same seed: identical numbers
+    for k, v in again.params.items():
+        assert torch.equal(v, runs["stacked"][1][k])
+    for engine in ("sequential", "vmap"):
+        for k, v in runs[engine][1].items():
+            torch.testing.assert_close(v, runs["stacked"][1][k], rtol=1e-4, atol=1e-5)
+    other = make_trainer(seed=1, engine="stacked")
+    other.run()
+    assert not torch.equal(other.params["0.weight"], runs["stacked"][1]["0.weight"])
+
+
+def test_trainer_learns():
+    trainer = make_trainer(rounds=15)
+    history = trainer.run()
+    assert history["test_accuracy"][-1] > history["test_accuracy"][0] + 0.3
+    assert history["test_loss"][-1] < history["test_loss"][0]
+
+
+def test_trainer_state_roundtrip_continues_identically():
+    full = make_trainer(rounds=5)
+    full.run()
+    part = make_trainer(rounds=5)
+    for _ in range(2):
+        part.run_round()
+    tensors, state = part.state_dict()
+    resumed = make_trainer(rounds=5)
+    resumed.load_state_dict(tensors, state)
+    resumed.run()
+    assert resumed.history == full.history
+    for k in full.params:
+        assert torch.equal(resumed.params[k], full.params[k])
+    with pytest.raises(ValueError, match="do not match the model"):
+        resumed.load_state_dict({"params.0.weight": torch.zeros(1)}, state)
+
+
+def test_trainer_argument_checks():
+    with pytest.raises(ValueError, match="sampler has n=3 clients but the partition has 6"):
+        make_trainer(sampler=ScriptedSampler(3, [([0], [1.0])]))
+    with pytest.raises(ValueError, match="local_epochs must be >= 1"):
+        TrainSettings(rounds=1, local_epochs=0)
+    with pytest.raises(ValueError, match="unknown loss 'hinge'"):
+        TrainSettings(rounds=1, loss="hinge")
+    with pytest.raises(ValueError, match=r"partition\[0\] has indices outside"):
+        FederatedData(
+            TensorSplit(torch.zeros(3, 1), torch.zeros(3)),
+            TensorSplit(torch.zeros(1, 1), torch.zeros(1)),
+            [np.array([0, 3])],
+        )
