@@ -97,6 +97,39 @@ def save_figure(
     return paths
 
 
+def plot_accuracy(
+    ax: plt.Axes,
+    curves: dict[str, tuple[np.ndarray, np.ndarray]],
+    target: float | None = None,
+) -> plt.Axes:
+    """Test accuracy against rounds, one line per policy: mean over seeds, band from min to max.
+
+    ``curves[policy] = (rounds, accuracy of shape (seeds, len(rounds)))``.
+    """
+    for name, (rounds, acc) in curves.items():
+        st = style(name)
+        acc = np.atleast_2d(acc)
+        ax.plot(rounds, acc.mean(axis=0), color=st.color, label=st.label, lw=1.4)
+        if acc.shape[0] > 1:
+            ax.fill_between(
+                rounds, acc.min(axis=0), acc.max(axis=0), color=st.color, alpha=0.15, lw=0
+            )
+    if target is not None:
+        ax.axhline(target, color="0.3", lw=0.8, ls="--")
+        ax.text(
+            ax.get_xlim()[1],
+            target,
+            f"target {target:.0%} ",
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color="0.3",
+        )
+    ax.set_xlabel("round")
+    ax.set_ylabel("test accuracy")
+    return ax
+
+
 def draw_chain(p: np.ndarray, ax: plt.Axes | None = None, *, precision: int = 2) -> plt.Axes:
     """Fig. 1: the age chain with states 0..m', edges labelled with p_a and 1 - p_a.
 

@@ -53,7 +53,7 @@ import copy
 import math
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -637,6 +637,15 @@ class LocalTraining:
 
 
 @torch.no_grad()
+def _batched_outputs(
+    model: nn.Module, params: Params, split: TensorSplit, batch_size: int
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    with torch.no_grad():
+        for lo in range(0, len(split), batch_size):
+            x, y = split.x[lo : lo + batch_size], split.y[lo : lo + batch_size]
+            yield functional_call(model, params, (x,)), y
+
+
 def evaluate(
     model: nn.Module,
     params: Params,
@@ -647,14 +656,25 @@ def evaluate(
     """Mean loss and accuracy of ``model`` with ``params`` on ``split`` (accuracy None for mse)."""
     loss_fn = LOSSES[require_choice("loss", loss, LOSSES)]
     total, correct = 0.0, 0
-    for lo in range(0, len(split), batch_size):
-        x, y = split.x[lo : lo + batch_size], split.y[lo : lo + batch_size]
-        out = functional_call(model, params, (x,))
+    for out, y in _batched_outputs(model, params, split, batch_size):
         total += float(loss_fn(out, y).to(torch.float64).sum())
         if loss == "cross_entropy":
             correct += int((out.argmax(dim=1) == y).sum())
     n = len(split)
     return total / n, (correct / n if loss == "cross_entropy" else None)
+
+
+def per_sample_losses(
+    model: nn.Module,
+    params: Params,
+    split: TensorSplit,
+    loss: str = "cross_entropy",
+    batch_size: int = 500,
+) -> torch.Tensor:
+    """The loss of every sample of ``split`` under ``params`` (1-d tensor, split order)."""
+    loss_fn = LOSSES[require_choice("loss", loss, LOSSES)]
+    parts = [loss_fn(out, y) for out, y in _batched_outputs(model, params, split, batch_size)]
+    return torch.cat(parts) if parts else torch.zeros(0)
 
 
 def rounds_to_target(
@@ -716,9 +736,13 @@ class TrainSettings:
     loss: str = "cross_entropy"
     engine: str = "auto"
     client_chunk: int | None = None
+    #: at each evaluation also record every client's training loss F_k of the global model on
+    #: (up to) this many of its samples (0: off); needed for the selection skew rho (eq. 24)
+    client_loss_samples: int = 0
 
     def __post_init__(self) -> None:
         require_int("rounds", self.rounds, minimum=0)
+        require_int("client_loss_samples", self.client_loss_samples, minimum=0)
         require_int("local_epochs", self.local_epochs, minimum=1)
         require_int("batch_size", self.batch_size, minimum=1)
         require_int("seed", self.seed, minimum=0)
@@ -737,6 +761,7 @@ HISTORY_KEYS = (
     "eval_round",
     "test_loss",
     "test_accuracy",
+    "client_losses",
 )
 
 
@@ -781,11 +806,41 @@ class FederatedTrainer:
     def evaluate(self) -> tuple[float, float | None]:
         return evaluate(self.model, self.params, self.data.test, self.settings.loss)
 
+    def client_loss_split(self) -> TensorSplit:
+        """The samples on which per-client losses are measured: a seeded subset of each client."""
+        k = self.settings.client_loss_samples
+        parts = []
+        for i, idx in enumerate(self.data.partition):
+            idx = np.asarray(idx, dtype=np.int64)
+            take = generator(self.settings.seed, "client_loss_subset", i).permutation(idx.size)
+            parts.append(idx[np.sort(take[:k])])
+        flat = torch.from_numpy(np.concatenate(parts))
+        return TensorSplit(self.data.train.x[flat], self.data.train.y[flat])
+
+    def client_losses(self, params: Params | None = None) -> list[float]:
+        """F_k of ``params`` (default: the global model) for every client k, on its loss subset."""
+        if self.settings.client_loss_samples == 0:
+            raise ValueError("client_losses needs TrainSettings(client_loss_samples > 0)")
+        if not hasattr(self, "_loss_split"):
+            self._loss_split = self.client_loss_split()
+            counts = [
+                min(len(idx), self.settings.client_loss_samples) for idx in self.data.partition
+            ]
+            self._loss_owner = torch.from_numpy(np.repeat(np.arange(len(counts)), counts))
+            self._loss_counts = torch.tensor(counts, dtype=torch.float64)
+        params = self.params if params is None else params
+        per_sample = per_sample_losses(self.model, params, self._loss_split, self.settings.loss)
+        sums = torch.zeros(len(self._loss_counts), dtype=torch.float64)
+        sums.index_add_(0, self._loss_owner, per_sample.double())
+        return (sums / self._loss_counts).tolist()
+
     def _record_evaluation(self) -> None:
         loss, accuracy = self.evaluate()
         self.history["eval_round"].append(self.round)
         self.history["test_loss"].append(loss)
         self.history["test_accuracy"].append(accuracy)
+        if self.settings.client_loss_samples:
+            self.history["client_losses"].append(self.client_losses())
 
     def _evaluate_initial_model(self) -> None:
         if not self.history["eval_round"]:
@@ -920,6 +975,7 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "loss": "cross_entropy",
     "engine": "auto",
     "client_chunk": None,
+    "client_loss_samples": 0,
     "lr": {"name": "exponential", "lr0": 0.1, "decay": 0.998},
     "aggregator": {"name": "weighted_sum"},
     "solver": {"name": "sgd"},

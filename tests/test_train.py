@@ -389,3 +389,28 @@ def test_trainer_argument_checks():
             TensorSplit(torch.zeros(1, 1), torch.zeros(1)),
             [np.array([0, 3])],
         )
+
+
+def test_client_losses_match_a_direct_computation():
+    trainer = make_trainer(rounds=2, client_loss_samples=7)
+    trainer.run()
+    assert len(trainer.history["client_losses"]) == len(trainer.history["eval_round"]) == 3
+    split = trainer.client_loss_split()
+    start = 0
+    for k, idx in enumerate(trainer.data.partition):
+        count = min(len(idx), 7)
+        own = TensorSplit(split.x[start : start + count], split.y[start : start + count])
+        # the subset is drawn from client k's own samples
+        assert set(own.y.tolist()) <= set(trainer.data.train.y[idx].tolist())
+        with torch.no_grad():
+            out = torch.func.functional_call(trainer.model, trainer.params, (own.x,))
+            direct = float(nn.functional.cross_entropy(out, own.y))
+        assert trainer.history["client_losses"][-1][k] == pytest.approx(direct, rel=1e-5)
+        start += count
+
+
+def test_client_losses_need_the_setting():
+    with pytest.raises(ValueError, match="client_loss_samples > 0"):
+        make_trainer().client_losses()
+    with pytest.raises(ValueError, match="client_loss_samples must be >= 0"):
+        TrainSettings(rounds=1, client_loss_samples=-1)

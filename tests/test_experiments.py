@@ -1,0 +1,98 @@
+"""The AoI training configurations follow the paper's Sec. V, and tables summarise runs."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from aoi_fl import experiments as ex
+from aoi_fl import summaries
+from aoi_fl.train import resolve_config, rounds_to_target
+
+
+def test_paper_profile_is_the_papers_setting():
+    c = ex.aoi_config("mnist", "noniid", "markov_optimal", 0, "paper")
+    assert c["model"]["name"] == "mcmahan_cnn"
+    assert c["partition"] == {"name": "dirichlet", "n_clients": 100, "seed": 0, "alpha": 0.3}
+    assert c["sampler"] == {"policy": "markov_optimal", "m": 15, "m_prime": 10, "seed": 0}
+    t = c["training"]
+    assert (t["local_epochs"], t["batch_size"]) == (5, 50)
+    assert t["lr"] == {"name": "exponential", "lr0": 0.1, "decay": 0.998}
+    assert ex.aoi_config("cifar100", "iid", "random", 0, "paper")["model"] == {
+        "name": "mcmahan_cifar_cnn",
+        "num_classes": 100,
+        "seed": 0,
+    }
+
+
+def test_cpu_profile_changes_only_model_rounds_and_seeds():
+    paper = ex.aoi_config("mnist", "iid", "random", 1, "paper")
+    cpu = ex.aoi_config("mnist", "iid", "random", 1, "cpu")
+    assert cpu["model"]["name"] == "small_cnn"
+    for section in ("dataset", "partition", "sampler"):
+        assert cpu[section] == paper[section]
+    differing = {k for k in paper["training"] if paper["training"][k] != cpu["training"][k]}
+    assert differing == {"rounds", "client_loss_samples"}
+
+
+@pytest.mark.parametrize("profile", ["smoke", "cpu", "paper"])
+def test_every_grid_configuration_resolves(profile):
+    for dataset in ex.DATASETS:
+        grid = ex.aoi_grid(dataset, profile, synthetic=profile == "smoke" and dataset != "mnist")
+        seeds = ex.schedule(profile, dataset)["seeds"]
+        policies = 2 if profile == "smoke" and dataset != "mnist" else 4
+        assert len(grid) == 2 * policies * seeds
+        for c in grid:
+            resolve_config(c)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="unknown split 'mixed'; valid: iid, noniid"):
+        ex.aoi_config("mnist", "mixed", "random", 0, "cpu")
+    with pytest.raises(ValueError, match="synthetic=True is for the CIFAR datasets only"):
+        ex.aoi_config("mnist", "iid", "random", 0, "cpu", synthetic=True)
+    with pytest.raises(ValueError, match="unknown dataset"):
+        ex.schedule("cpu", "emnist")
+
+
+def test_missing_cifar_is_reported_not_faked(tmp_path):
+    run, synthetic, message = ex.data_status("cifar10", "cpu", str(tmp_path))
+    assert (run, synthetic) == (False, False)
+    assert "fetch-cifar --name cifar10" in message and "cifar-10-batches-py" in message
+    run, synthetic, message = ex.data_status("cifar100", "smoke", str(tmp_path))
+    assert (run, synthetic) == (True, True) and "SYNTHETIC" in message
+
+
+def fake_run(split, policy, seed, accuracy):
+    config = {
+        "partition": {"name": "iid" if split == "iid" else "dirichlet"},
+        "sampler": {"policy": policy},
+        "training": {"seed": seed},
+    }
+    history = {"eval_round": list(range(len(accuracy))), "test_accuracy": accuracy}
+    return SimpleNamespace(
+        config=config,
+        history=history,
+        rounds_to_target=lambda t: rounds_to_target(accuracy, t, list(range(len(accuracy)))),
+    )
+
+
+def test_rounds_to_target_table_and_speedup():
+    runs = [
+        fake_run("iid", "random", 0, [0.1, 0.5, 0.96, 0.98]),
+        fake_run("iid", "random", 1, [0.1, 0.97, 0.98, 0.99]),
+        fake_run("iid", "markov_optimal", 0, [0.1, 0.97, 0.98, 0.99]),
+        fake_run("iid", "markov_optimal", 1, [0.1, 0.5, 0.6, 0.7]),
+    ]
+    table = summaries.rounds_to_target_table(runs, 0.97, ex.PAPER_ROUNDS_TO_TARGET, "mnist")
+    assert table.loc[("iid", "random"), "mean"] == pytest.approx(2.0)
+    assert table.loc[("iid", "random"), "reached"] == "2/2"
+    assert np.isnan(table.loc[("iid", "markov_optimal"), "seed 1"])  # never reached
+    assert table.loc[("iid", "markov_optimal"), "reached"] == "1/2"
+    assert table.loc[("iid", "markov_optimal"), "paper"] == 39
+    speed = summaries.speedup_table(table)
+    assert speed.loc["iid", "speed-up (ours)"] == pytest.approx(0.5)
+    assert speed.loc["iid", "speed-up (paper)"] == pytest.approx((45 - 39) / 45)
+    rounds, acc = summaries.accuracy_curves(summaries.group_runs(runs)[("iid", "random")])
+    np.testing.assert_array_equal(rounds, [0, 1, 2, 3])
+    assert acc.shape == (2, 4)
