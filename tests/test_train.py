@@ -170,6 +170,7 @@ def test_batched_engines_match_sequential(model_fn):
     results = {}
     engines = [("sequential", None), ("vmap", None), ("vmap", 2)]
     engines += [("stacked", None), ("stacked", 1), ("stacked", 4), ("stacked", 100)]
+    engines += [("blocked", None), ("blocked", 4)]
     for engine, chunk in engines:
         solver = MomentumSolver()
         state = solver.start(np.array(ids), global_params)
@@ -217,6 +218,44 @@ def test_auto_engine_and_chunk():
     assert 16e6 < activation_bytes(model, split.x[:1]) * 50 < 20e6
     assert LocalTraining(model).chunk_size(split, 50) == 1
     assert LocalTraining(model, chunk=3).chunk_size(split, 50) == 3
+
+
+def test_blocked_engine_models():
+    """Flat CNNs only; the ReLU/max-pool swap it makes gives the reference's gradients."""
+    for name in ("small_cnn", "mcmahan_cnn", "mcmahan_cifar_cnn"):
+        assert LocalTraining(build_model(name), engine="blocked").engine == "blocked"
+    nested = nn.Sequential(nn.Sequential(nn.Conv2d(1, 2, 3)), nn.Flatten(), nn.Linear(72, 2))
+    conv_after_linear = nn.Sequential(
+        nn.Linear(4, 4), nn.Unflatten(1, (1, 2, 2)), nn.Conv2d(1, 1, 1)
+    )
+
+    class OwnForward(nn.Sequential):
+        def forward(self, x):
+            return super().forward(x) * 2
+
+    own_forward = OwnForward(nn.Flatten(), nn.Linear(4, 2))
+    for model in (nested, conv_after_linear, own_forward):
+        with pytest.raises(ValueError, match="engine 'blocked' supports flat nn.Sequential"):
+            LocalTraining(model, engine="blocked")
+    # 2x2 windows with tied positive, tied negative and tied zero maxima: both orders of ReLU
+    # and max-pool route the gradient to the same element
+    model = nn.Sequential(
+        nn.Conv2d(1, 2, 1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8, 3)
+    )
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([1.0, -1.0]).view(2, 1, 1, 1))
+        model[0].bias.zero_()
+    pattern = torch.tensor([[1.0, 1, -1, -2], [1, 0, -3, -1], [2, 2, 0, 0], [2, -1, 0, -5]]).view(
+        1, 1, 4, 4
+    )
+    x = torch.cat([pattern * s for s in (1.0, 2.0, 0.5, -1.0)])
+    split = TensorSplit(x, torch.tensor([0, 1, 2, 0]))
+    schedules = [np.arange(4)[None, :]]
+    gp = params_of(model)
+    ref = LocalTraining(model, engine="sequential")(gp, split, schedules, 0.5, LocalSolver(), {})
+    out = LocalTraining(model, engine="blocked")(gp, split, schedules, 0.5, LocalSolver(), {})
+    for k in ref:
+        torch.testing.assert_close(out[k], ref[k], rtol=0, atol=1e-6)
 
 
 def test_model_checks():
