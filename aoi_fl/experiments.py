@@ -231,7 +231,7 @@ def run_grid(
 def _progress(items: Iterable, enabled: bool, unit: str, total: int | None = None) -> Iterable:
     if not enabled:
         return items
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # plain bars: tqdm.auto warns (with a machine path) without ipywidgets
 
     return tqdm(items, unit=unit, total=total)
 

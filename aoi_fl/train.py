@@ -70,7 +70,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
-from tqdm.auto import tqdm
+from tqdm import tqdm  # plain bars: tqdm.auto warns (with a machine path) without ipywidgets
 
 from ._validation import require_choice, require_int, require_real
 from .cache import CheckpointStore, ResultStore, config_key
