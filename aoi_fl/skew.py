@@ -52,8 +52,7 @@ def local_optimum_losses(trainer: FederatedTrainer, epochs: int, lr: float) -> n
         trainer.params, trainer.data.train, schedules, lr, trainer.solver, state
     )
     split = trainer.client_loss_split()
-    counts = [min(len(idx), s.client_loss_samples) for idx in partition]
-    bounds = np.concatenate(([0], np.cumsum(counts)))
+    bounds = np.concatenate(([0], np.cumsum(trainer.client_loss_counts())))
     losses = np.empty(len(partition))
     for i in ids:
         lo, hi = int(bounds[i]), int(bounds[i + 1])

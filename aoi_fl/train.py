@@ -911,6 +911,11 @@ class FederatedTrainer:
     def evaluate(self) -> tuple[float, float | None]:
         return evaluate(self.model, self.params, self.data.test, self.settings.loss)
 
+    def client_loss_counts(self) -> np.ndarray:
+        """How many samples of each client its loss subset holds (client order)."""
+        k = self.settings.client_loss_samples
+        return np.array([min(len(idx), k) for idx in self.data.partition], dtype=np.int64)
+
     def client_loss_split(self) -> TensorSplit:
         """The samples on which per-client losses are measured: a seeded subset of each client."""
         k = self.settings.client_loss_samples
@@ -928,9 +933,7 @@ class FederatedTrainer:
             raise ValueError("client_losses needs TrainSettings(client_loss_samples > 0)")
         if not hasattr(self, "_loss_split"):
             self._loss_split = self.client_loss_split()
-            counts = [
-                min(len(idx), self.settings.client_loss_samples) for idx in self.data.partition
-            ]
+            counts = self.client_loss_counts()
             self._loss_owner = torch.from_numpy(np.repeat(np.arange(len(counts)), counts))
             self._loss_counts = torch.tensor(counts, dtype=torch.float64)
         params = self.params if params is None else params
