@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 #: Version of the result format and of the numbers behind it (part of every key).
-RESULTS_FORMAT_VERSION = 1
+RESULTS_FORMAT_VERSION = 2
 
 _KEY_CHARS = 24  # 96 bits of the SHA-256: collisions are not a concern, paths stay short
 

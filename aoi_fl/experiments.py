@@ -1,7 +1,7 @@
 """The AoI paper's training experiments (Sec. V, Figs 5-7, Table II) as cached configurations.
 
 :func:`aoi_config` turns (dataset, split, policy, seed, profile) into a configuration for
-:func:`aoi_fl.train.run_experiment`; :func:`run_grid` runs the missing ones (optionally in
+:func:`aoi_fl.runs.run_experiment`; :func:`run_grid` runs the missing ones (optionally in
 parallel processes) and returns every result from the cache. The paper's own numbers are kept
 here only as labelled reference values (``PAPER_*``), never used in a computation.
 
@@ -142,7 +142,7 @@ def aoi_config(
         "dataset": _dataset_section(dataset, profile, synthetic),
         "partition": partition,
         "model": model,
-        "sampler": {"policy": policy, "m": M_SELECTED, "m_prime": M_PRIME, "seed": seed},
+        "sampler": {"name": policy, "m": M_SELECTED, "m_prime": M_PRIME, "seed": seed},
         "training": {
             "rounds": sched[split],
             "local_epochs": sched["local_epochs"],
@@ -184,7 +184,7 @@ def _run_one(args: tuple[dict, str, bool, str, int | None]) -> str:
     config, cache_dir, rerun, data_root, threads = args
     import torch
 
-    from .train import run_experiment
+    from .runs import run_experiment
 
     if threads is not None:
         torch.set_num_threads(threads)
@@ -209,7 +209,7 @@ def run_grid(
     torch threads (on a 2-core machine two single-threaded workers train small models faster
     than one two-threaded process). Every run checkpoints, so an interrupted grid resumes.
     """
-    from .train import resolve_config, run_experiment
+    from .runs import resolve_config, run_experiment
 
     configs = [resolve_config(c) for c in configs]
     workers = require_int("workers", workers, minimum=1)
@@ -249,8 +249,8 @@ def local_optima(
     Depends on the dataset, partition, model (architecture and initial weights) and training
     batch size only, so all policies of one (dataset, split, seed) share it.
     """
+    from .runs import build_trainer, resolve_config
     from .skew import local_optimum_losses
-    from .train import build_trainer, resolve_config
 
     resolved = resolve_config(config)
     key = {
@@ -329,9 +329,9 @@ def selection_skew(
     """
     import pandas as pd
 
+    from .runs import build_trainer
     from .skew import skew_of_run
     from .summaries import group_runs
-    from .train import build_trainer
 
     epochs, lr = LOCAL_OPTIMUM[require_choice("profile", profile, PROFILES)]
     sizes_cache: dict[str, np.ndarray] = {}

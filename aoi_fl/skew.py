@@ -22,7 +22,8 @@ import numpy as np
 
 from ._validation import require_int, require_real, require_sizes
 from .data import TensorSplit
-from .train import FederatedTrainer, local_batches, per_sample_losses
+from .engines import local_batches, stack
+from .train import FederatedTrainer, per_sample_losses
 
 _LOCAL_OPTIMUM_ROUND = 2**31 - 1
 
@@ -47,10 +48,7 @@ def local_optimum_losses(trainer: FederatedTrainer, epochs: int, lr: float) -> n
         # a round index no training run reaches: these batches form a stream of their own
         rows = local_batches(s.seed, _LOCAL_OPTIMUM_ROUND, i, idx.size, epochs, s.batch_size)
         schedules.append(np.where(rows >= 0, idx[np.maximum(rows, 0)], -1))
-    state = trainer.solver.start(ids, trainer.params)
-    stacked = trainer.local(
-        trainer.params, trainer.data.train, schedules, lr, trainer.solver, state
-    )
+    stacked = trainer.local(stack(trainer.params, ids.size), trainer.data.train, schedules, lr)
     split = trainer.client_loss_split()
     bounds = np.concatenate(([0], np.cumsum(trainer.client_loss_counts())))
     losses = np.empty(len(partition))

@@ -21,7 +21,7 @@ def group_runs(results: Iterable[Any]) -> dict[tuple[str, str], list[Any]]:
     """Results grouped by (split, policy), each group ordered by seed."""
     groups: dict[tuple[str, str], list[Any]] = {}
     for r in results:
-        groups.setdefault((_split_of(r.config), r.config["sampler"]["policy"]), []).append(r)
+        groups.setdefault((_split_of(r.config), r.config["sampler"]["name"]), []).append(r)
     return {k: sorted(v, key=lambda r: r.config["training"]["seed"]) for k, v in groups.items()}
 
 

@@ -47,9 +47,9 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 
 from aoi_fl.data import TensorSplit
+from aoi_fl.engines import LocalTraining, local_batches, stack
 from aoi_fl.models import build_model
 from aoi_fl.seeding import derived_seed
-from aoi_fl.train import LocalSolver, LocalTraining, local_batches
 
 CLIENTS, PER_CLIENT, BATCH, LR = 15, 600, 50, 0.05
 
@@ -132,9 +132,7 @@ def bench_model(name: str, epochs: int, extra_epochs: int, peak: float) -> dict[
 
     def engine(kind: str, chunk: int | None):
         local = LocalTraining(model, engine=kind, chunk=chunk)
-        return lambda e, c=CLIENTS: local(
-            global_params, split, schedules(e, c), LR, LocalSolver(), {}
-        )
+        return lambda e, c=CLIENTS: local(stack(global_params, c), split, schedules(e, c), LR)
 
     auto = LocalTraining(model).chunk_size(split, BATCH)
     methods = [
@@ -153,7 +151,7 @@ def bench_model(name: str, epochs: int, extra_epochs: int, peak: float) -> dict[
     # check that aoi_fl trains what the loop trains (two clients, two steps)
     ref = loop_tensor_batches(model, split, [s[:2] for s in schedules(1)[:2]])
     got = LocalTraining(model)(
-        global_params, split, [s[:2] for s in schedules(1)[:2]], LR, LocalSolver(), {}
+        stack(global_params, 2), split, [s[:2] for s in schedules(1)[:2]], LR
     )
     diff = max(float((got[k][i] - ref[i][k]).abs().max()) for i in range(2) for k in got)
     print(

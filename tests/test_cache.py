@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from aoi_fl import train
+from aoi_fl import runs, train
 from aoi_fl.cache import (
     RESULTS_FORMAT_VERSION,
     CheckpointStore,
@@ -19,13 +19,13 @@ from aoi_fl.cache import (
     atomic_write_bytes,
     config_key,
 )
-from aoi_fl.train import resolve_config, run_experiment
+from aoi_fl.runs import resolve_config, run_experiment
 
 CONFIG = {
     "dataset": {"name": "synthetic_cifar", "n_train": 240, "n_test": 60, "seed": 0},
     "partition": {"name": "dirichlet", "n_clients": 8, "seed": 0, "alpha": 0.5, "min_size": 5},
     "model": {"name": "logistic_regression", "in_features": 3072, "num_classes": 10, "seed": 0},
-    "sampler": {"policy": "markov_optimal", "m": 3, "m_prime": 3, "seed": 0},
+    "sampler": {"name": "markov_optimal", "m": 3, "m_prime": 3, "seed": 0},
     "training": {
         "rounds": 6,
         "local_epochs": 1,
@@ -63,7 +63,7 @@ def test_config_key_is_canonical_and_sensitive():
     assert len(config_key(resolved)) == 24
     for section, change in [
         ("sampler", {"seed": 1}),
-        ("sampler", {"policy": "random"}),
+        ("sampler", {"name": "random"}),
         ("partition", {"alpha": 0.3}),
         ("model", {"seed": 2}),
         ("dataset", {"n_train": 241}),
@@ -166,7 +166,7 @@ def test_run_experiment_miss_then_hit(tmp_path, monkeypatch):
     def no_training(*args, **kwargs):
         raise AssertionError("a cache hit must not train")
 
-    monkeypatch.setattr(train, "build_trainer", no_training)
+    monkeypatch.setattr(runs, "build_trainer", no_training)
     second = run(tmp_path)
     assert second.cached and second.key == first.key
     assert_same_run(first, second)
@@ -214,7 +214,7 @@ def test_unusable_checkpoint_is_ignored(tmp_path):
         ({**CONFIG, "extra": {}}, r"unknown: \['extra'\]"),
         ({k: v for k, v in CONFIG.items() if k != "model"}, r"missing: \['model'\]"),
         (with_changes(CONFIG, "training", epochs=3), r"unknown training options \['epochs'\]"),
-        (with_changes(CONFIG, "sampler", policy="greedy"), "unknown sampler policy 'greedy'"),
+        (with_changes(CONFIG, "sampler", name="greedy"), "unknown sampler name 'greedy'"),
         (with_changes(CONFIG, "dataset", name="svhn"), "unknown dataset name 'svhn'"),
         (with_changes(CONFIG, "training", lr={"name": "cosine"}), "unknown training lr 'cosine'"),
         (with_changes(CONFIG, "training", lr={"lr0": 0.1}), "must be a dict with a 'name'"),
@@ -236,14 +236,15 @@ def test_bad_configs_fail_before_any_work(tmp_path, config, message):
 # between two checkpoints.
 _CHILD = """
 import json, sys, time
+import aoi_fl.runs as runs
 import aoi_fl.train as train
 original = train.FederatedTrainer.run_round
 def slow_round(self):
     original(self)
     time.sleep(0.2)
 train.FederatedTrainer.run_round = slow_round
-train.run_experiment(json.loads(sys.argv[1]), cache_dir=sys.argv[2], progress=False,
-                     checkpoint_every=2)
+runs.run_experiment(json.loads(sys.argv[1]), cache_dir=sys.argv[2], progress=False,
+                    checkpoint_every=2)
 """
 
 

@@ -7,14 +7,15 @@ import pytest
 
 from aoi_fl import experiments as ex
 from aoi_fl import summaries
-from aoi_fl.train import resolve_config, rounds_to_target
+from aoi_fl.runs import resolve_config
+from aoi_fl.train import rounds_to_target
 
 
 def test_paper_profile_is_the_papers_setting():
     c = ex.aoi_config("mnist", "noniid", "markov_optimal", 0, "paper")
     assert c["model"]["name"] == "mcmahan_cnn"
     assert c["partition"] == {"name": "dirichlet", "n_clients": 100, "seed": 0, "alpha": 0.3}
-    assert c["sampler"] == {"policy": "markov_optimal", "m": 15, "m_prime": 10, "seed": 0}
+    assert c["sampler"] == {"name": "markov_optimal", "m": 15, "m_prime": 10, "seed": 0}
     t = c["training"]
     assert (t["local_epochs"], t["batch_size"]) == (5, 50)
     assert t["lr"] == {"name": "exponential", "lr0": 0.1, "decay": 0.998}
@@ -66,7 +67,7 @@ def test_missing_cifar_is_reported_not_faked(tmp_path):
 def fake_run(split, policy, seed, accuracy):
     config = {
         "partition": {"name": "iid" if split == "iid" else "dirichlet"},
-        "sampler": {"policy": policy},
+        "sampler": {"name": policy},
         "training": {"seed": seed},
     }
     history = {"eval_round": list(range(len(accuracy))), "test_accuracy": accuracy}
@@ -100,7 +101,7 @@ def test_rounds_to_target_table_and_speedup():
 
 def test_smoke_run_on_real_mnist_learns(tmp_path):
     # one round, 15 clients x 600 real MNIST samples x 1 epoch: far above chance (0.1)
-    from aoi_fl.train import run_experiment
+    from aoi_fl.runs import run_experiment
 
     config = ex.aoi_config("mnist", "iid", "markov_optimal", 0, "smoke")
     result = run_experiment(config, cache_dir=str(tmp_path), progress=False)

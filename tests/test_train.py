@@ -9,26 +9,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from aoi_fl.algorithms import Algorithm, ClientUpdates, FedAvg, update_norms
 from aoi_fl.data import TensorSplit
+from aoi_fl.engines import (
+    LocalTraining,
+    activation_bytes,
+    check_model,
+    local_batches,
+    local_step_batches,
+    stack,
+)
 from aoi_fl.models import build_model
 from aoi_fl.selection import Sampler, Selection
 from aoi_fl.train import (
-    ClientUpdates,
     ConstantLR,
     ExponentialDecay,
     FederatedData,
     FederatedTrainer,
     InverseSqrtDecay,
-    LocalSolver,
-    LocalTraining,
     TrainSettings,
-    WeightedDelta,
-    WeightedSum,
-    activation_bytes,
-    check_model,
-    local_batches,
     rounds_to_target,
-    update_norms,
 )
 
 SIZES = [37, 120, 51, 80, 12, 100]  # unequal, none a multiple of the batch size below
@@ -78,17 +78,17 @@ def params_of(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in model.named_parameters()}
 
 
-class MomentumSolver(LocalSolver):
-    """SGD with heavy-ball momentum and a step counter: exercises per-client solver state."""
+class MomentumSolver(Algorithm):
+    """SGD with heavy-ball momentum and a step counter: exercises per-client local state."""
 
     name = "momentum"
 
-    def start(self, ids, global_params):
+    def client_start(self, t, ids, global_params, lr):
         state = {f"v.{k}": torch.zeros(len(ids), *v.shape) for k, v in global_params.items()}
         state["steps"] = torch.zeros(len(ids))
-        return state
+        return stack(global_params, len(ids)), state
 
-    def step(self, params, grads, lr, state):
+    def local_step(self, params, grads, lr, state):
         for k, p in params.items():
             v = state[f"v.{k}"]
             v.mul_(0.9).add_(grads[k])
@@ -155,6 +155,34 @@ def test_local_batches_depend_on_round_client_and_seed():
         local_batches(0, 0, 0, 10, 1, 0)
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    size=st.integers(1, 130),
+    batch=st.integers(1, 60),
+    steps=st.integers(1, 12),
+    t=st.integers(0, 1000),
+)
+def test_local_step_batches_are_full_batches_of_successive_permutations(size, batch, steps, t):
+    rows = local_step_batches(3, t, 4, size, steps, batch)
+    b = min(batch, size)
+    assert rows.shape == (steps, b) and rows.dtype == np.int64
+    per = size // b  # full batches per permutation; the remainder is dropped
+    flat = rows.ravel()
+    for lo in range(0, steps, per):
+        block = rows[lo : lo + per].ravel()
+        assert len(set(block.tolist())) == block.size  # a permutation's batches never overlap
+    assert flat.min() >= 0 and flat.max() < size
+    assert np.array_equal(rows, local_step_batches(3, t, 4, size, steps, batch))
+
+
+def test_local_step_batches_small_client_uses_all_its_data():
+    rows = local_step_batches(0, 0, 0, 5, 3, 128)
+    assert rows.shape == (3, 5)
+    assert all(sorted(r.tolist()) == list(range(5)) for r in rows)
+    with pytest.raises(ValueError, match="steps must be >= 1, got 0"):
+        local_step_batches(0, 0, 0, 5, 0, 128)
+
+
 # ---------------------------------------------------------------------------------------------
 # engines
 
@@ -173,9 +201,9 @@ def test_batched_engines_match_sequential(model_fn):
     engines += [("blocked", None), ("blocked", 4)]
     for engine, chunk in engines:
         solver = MomentumSolver()
-        state = solver.start(np.array(ids), global_params)
+        start, state = solver.client_start(0, np.array(ids), global_params, 0.05)
         local = LocalTraining(model, engine=engine, chunk=chunk)
-        out = local(global_params, data.train, schedules, 0.05, solver, state)
+        out = local(start, data.train, schedules, 0.05, solver.local_step, state)
         results[engine, chunk] = out, state
     ref, ref_state = results["sequential", None]
     assert ref_state["steps"].tolist() == [len(s) for s in schedules]
@@ -191,15 +219,38 @@ def test_batched_engines_match_sequential(model_fn):
     assert all(not torch.allclose(v, global_params[last]) for v in ref[last])
 
 
+def test_engines_start_each_client_from_its_own_parameters():
+    """Per-client starting points (FedAWE's stale models) train like separate runs."""
+    model = tiny_cnn()
+    data = synthetic(shape=(1, 8, 8))
+    ids = [3, 0, 5]
+    schedules = schedules_for(data, ids)
+    gp = params_of(model)
+    start = {k: torch.stack([v + 0.1 * j for j in range(3)]) for k, v in gp.items()}
+    kept = {k: v.clone() for k, v in start.items()}
+    ref = LocalTraining(model, engine="sequential")(start, data.train, schedules, 0.05)
+    for engine in ("stacked", "blocked", "vmap"):
+        out = LocalTraining(model, engine=engine)(start, data.train, schedules, 0.05)
+        for k in ref:
+            torch.testing.assert_close(out[k], ref[k], rtol=1e-4, atol=2e-5)
+    for j in range(3):  # client j alone, from its own start
+        one = {k: v[j : j + 1] for k, v in start.items()}
+        sequential = LocalTraining(model, engine="sequential")
+        alone = sequential(one, data.train, schedules[j : j + 1], 0.05)
+        for k in ref:
+            torch.testing.assert_close(alone[k][0], ref[k][j])
+    assert all(torch.equal(start[k], kept[k]) for k in start)  # the input is not modified
+    with pytest.raises(ValueError, match="one entry per schedule"):
+        LocalTraining(model)(stack(gp, 2), data.train, schedules, 0.05)
+
+
 def test_sequential_engine_is_plain_sgd():
     """One client, one full-batch step: theta - lr * grad of the mean loss."""
     model = tiny_cnn()
     data = synthetic(sizes=[10], shape=(1, 8, 8))
     gp = params_of(model)
     schedules = [np.arange(10)[None, :]]
-    out = LocalTraining(model, engine="sequential")(
-        gp, data.train, schedules, 0.1, LocalSolver(), {}
-    )
+    out = LocalTraining(model, engine="sequential")(stack(gp, 1), data.train, schedules, 0.1)
     loss = nn.functional.cross_entropy(model(data.train.x), data.train.y)
     grads = torch.autograd.grad(loss, list(model.parameters()))
     for (k, p), g in zip(gp.items(), grads, strict=True):
@@ -207,7 +258,9 @@ def test_sequential_engine_is_plain_sgd():
 
 
 def test_auto_engine_and_chunk():
-    assert LocalTraining(build_model("small_cnn")).engine == "stacked"
+    assert LocalTraining(build_model("small_cnn")).engine == "blocked"
+    logistic = build_model("logistic_regression", in_features=4, num_classes=2)
+    assert LocalTraining(logistic).engine == "blocked"  # a flat Sequential: no per-client part
     layer_norm = nn.Sequential(nn.Flatten(), nn.LayerNorm(4), nn.Linear(4, 2))
     assert LocalTraining(layer_norm).engine == "vmap"  # LayerNorm has parameters: not stackable
     with pytest.raises(ValueError, match="engine 'stacked' supports"):
@@ -252,8 +305,8 @@ def test_blocked_engine_models():
     split = TensorSplit(x, torch.tensor([0, 1, 2, 0]))
     schedules = [np.arange(4)[None, :]]
     gp = params_of(model)
-    ref = LocalTraining(model, engine="sequential")(gp, split, schedules, 0.5, LocalSolver(), {})
-    out = LocalTraining(model, engine="blocked")(gp, split, schedules, 0.5, LocalSolver(), {})
+    ref = LocalTraining(model, engine="sequential")(stack(gp, 1), split, schedules, 0.5)
+    out = LocalTraining(model, engine="blocked")(stack(gp, 1), split, schedules, 0.5)
     for k in ref:
         torch.testing.assert_close(out[k], ref[k], rtol=0, atol=1e-6)
 
@@ -276,17 +329,19 @@ def two_client_updates(weights):
     a = {"w": torch.tensor([[1.0, 2.0]]), "b": torch.tensor([0.5])}
     b = {"w": torch.tensor([[3.0, -2.0]]), "b": torch.tensor([-1.5])}
     stacked = {k: torch.stack([a[k], b[k]]) for k in a}
-    return a, b, ClientUpdates(np.array([2, 7]), np.array(weights), stacked, {}, np.array([1, 1]))
+    start = {k: torch.zeros_like(v) for k, v in stacked.items()}
+    ids, steps = np.array([2, 7]), np.array([1, 1])
+    return a, b, ClientUpdates(0, 0.1, ids, np.array(weights), start, stacked, {}, steps)
 
 
 def test_weighted_sum_is_eq15_on_a_hand_made_case():
     a, b, updates = two_client_updates([0.25, 0.75])
     glob = {"w": torch.tensor([[100.0, 100.0]]), "b": torch.tensor([100.0])}
-    new = WeightedSum()(glob, updates)
+    new = FedAvg().aggregate(glob, updates)
     assert torch.equal(new["w"], torch.tensor([[2.5, -1.0]]))  # 0.25 * a + 0.75 * b
     assert torch.equal(new["b"], torch.tensor([-1.0]))
     # the delta form agrees when the weights sum to one
-    delta = WeightedDelta()(glob, updates)
+    delta = FedAvg("weighted_delta").aggregate(glob, updates)
     for k in new:
         torch.testing.assert_close(delta[k], new[k])
 
@@ -294,21 +349,24 @@ def test_weighted_sum_is_eq15_on_a_hand_made_case():
 def test_weighted_delta_with_unnormalised_weights_and_server_lr():
     a, b, updates = two_client_updates([2.0, 0.5])
     glob = {"w": torch.tensor([[1.0, 1.0]]), "b": torch.tensor([0.0])}
-    new = WeightedDelta(server_lr=0.5)(glob, updates)
+    new = FedAvg("weighted_delta", server_lr=0.5).aggregate(glob, updates)
     for k in glob:
         expected = glob[k] + 0.5 * (2.0 * (a[k] - glob[k]) + 0.5 * (b[k] - glob[k]))
         torch.testing.assert_close(new[k], expected)
     with pytest.raises(ValueError, match="server_lr must be > 0"):
-        WeightedDelta(server_lr=0.0)
+        FedAvg("weighted_delta", server_lr=0.0)
+    with pytest.raises(ValueError, match="needs aggregation='weighted_delta'"):
+        FedAvg("weighted_sum", server_lr=0.5)
+    with pytest.raises(ValueError, match="unknown aggregation 'median'"):
+        FedAvg("median")
 
 
 def test_empty_selection_keeps_the_global_model():
     glob = {"w": torch.ones(1, 2)}
-    empty = ClientUpdates(
-        np.zeros(0, np.int64), np.zeros(0), {"w": torch.zeros(0, 1, 2)}, {}, np.zeros(0)
-    )
-    assert WeightedSum()(glob, empty) is glob
-    assert WeightedDelta()(glob, empty) is glob
+    none = {"w": torch.zeros(0, 1, 2)}
+    empty = ClientUpdates(0, 0.1, np.zeros(0, np.int64), np.zeros(0), none, none, {}, np.zeros(0))
+    assert FedAvg().aggregate(glob, empty) is glob
+    assert FedAvg("weighted_delta").aggregate(glob, empty) is glob
     assert update_norms(glob, empty).shape == (0,)
 
 
@@ -446,6 +504,62 @@ def test_client_losses_match_a_direct_computation():
             direct = float(nn.functional.cross_entropy(out, own.y))
         assert trainer.history["client_losses"][-1][k] == pytest.approx(direct, rel=1e-5)
         start += count
+
+
+def test_client_losses_over_all_samples_need_no_copy_and_agree():
+    full = make_trainer(rounds=1, client_loss_samples=10**6)
+    full.run()
+    assert full._loss_split is full.data.train  # every sample counts: evaluated in place
+    for k, idx in enumerate(full.data.partition):
+        with torch.no_grad():
+            out = torch.func.functional_call(full.model, full.params, (full.data.train.x[idx],))
+            direct = float(nn.functional.cross_entropy(out, full.data.train.y[idx]))
+        assert full.history["client_losses"][-1][k] == pytest.approx(direct, rel=1e-5)
+
+
+class RunningSum(Algorithm):
+    """FedAvg that also keeps a server-side running sum of the aggregates (checkpointed state)."""
+
+    name = "running_sum"
+
+    def setup(self, n_clients, global_params):
+        self.total = {k: torch.zeros_like(v) for k, v in global_params.items()}
+        self.rounds = torch.zeros(1)
+
+    def aggregate(self, global_params, updates):
+        new = FedAvg().aggregate(global_params, updates)
+        for k, v in new.items():
+            self.total[k] += v
+        self.rounds += 1
+        return new
+
+    def state_dict(self):
+        return {**{f"total.{k}": v for k, v in self.total.items()}, "rounds": self.rounds}
+
+
+def test_trainer_fixed_local_steps_and_stateful_algorithm_resume():
+    def trainer():
+        t = make_trainer(rounds=4, local_steps=3)
+        t.algorithm = RunningSum()
+        t.algorithm.setup(6, t.params)
+        return t
+
+    full = trainer()
+    full.run()
+    assert full.algorithm.rounds.item() == 4
+    assert all(n > 0 for vals in full.history["update_norms"] for n in vals)
+    part = trainer()
+    part.run_round()
+    tensors, state = part.state_dict()
+    assert "algorithm.rounds" in tensors
+    resumed = trainer()
+    resumed.load_state_dict(tensors, state)
+    resumed.run()
+    assert resumed.history == full.history
+    for k, v in full.algorithm.total.items():
+        assert torch.equal(resumed.algorithm.total[k], v)
+    with pytest.raises(ValueError, match="state must have the keys"):
+        resumed.algorithm.load_state_dict({})
 
 
 def test_client_losses_need_the_setting():

@@ -1,0 +1,229 @@
+"""Training runs from configurations, cached on disk (:func:`run_experiment`).
+
+A configuration is a JSON-serialisable dict with the sections ``dataset``, ``partition``,
+``model``, ``sampler`` and ``training`` (see :func:`resolve_config`). Its resolved form (defaults
+filled in) is the key of the result cache (:mod:`aoi_fl.cache`): the same configuration is never
+trained twice, an interrupted run resumes from its latest checkpoint, and a corrupt entry is
+recomputed.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from ._validation import require_choice, require_int
+from .algorithms import Algorithm, build_algorithm
+from .cache import CheckpointStore, ResultStore, config_key
+from .data import DatasetBundle, load_dataset, synthetic_cifar
+from .models import MODELS, build_model
+from .partition import dirichlet_label_skew, iid_equal, iid_sizes, zipf_sizes
+from .samplers import POLICIES, make_sampler
+from .selection import Sampler
+from .train import (
+    LR_SCHEDULES,
+    FederatedData,
+    FederatedTrainer,
+    TrainSettings,
+    rounds_to_target,
+)
+
+
+def _iid(labels: np.ndarray, n_clients: int, seed: int) -> list[np.ndarray]:
+    return iid_equal(labels.size, n_clients, seed)
+
+
+def _dirichlet(
+    labels: np.ndarray, n_clients: int, seed: int, alpha: float, min_size: int = 10
+) -> list[np.ndarray]:
+    return dirichlet_label_skew(labels, n_clients, alpha, seed, min_size=min_size)
+
+
+def _zipf(
+    labels: np.ndarray, n_clients: int, seed: int, a: float, min_size: int = 1
+) -> list[np.ndarray]:
+    """IID samples with Zipf(a) client sizes that use the whole training set."""
+    sizes = zipf_sizes(n_clients, a, seed, total=labels.size, min_size=min_size)
+    return iid_sizes(labels.size, sizes, seed)
+
+
+#: partition name -> function(labels, n_clients, seed, **options) -> list of index arrays
+PARTITIONS: dict[str, Callable[..., list[np.ndarray]]] = {
+    "iid": _iid,
+    "dirichlet": _dirichlet,
+    "zipf": _zipf,
+}
+
+#: dataset name -> function(root, **options) -> DatasetBundle
+DATASETS: dict[str, Callable[..., DatasetBundle]] = {
+    "mnist": lambda root, **kw: load_dataset("mnist", root, **kw),
+    "cifar10": lambda root, **kw: load_dataset("cifar10", root, **kw),
+    "cifar100": lambda root, **kw: load_dataset("cifar100", root, **kw),
+    "synthetic_cifar": lambda root, **kw: synthetic_cifar(**kw),
+}
+
+_SECTIONS = ("dataset", "partition", "model", "sampler", "training")
+#: defaults of the "training" section (the AoI paper's MNIST setting, 100 rounds)
+TRAINING_DEFAULTS: dict[str, Any] = {
+    "rounds": 100,
+    "local_epochs": 5,
+    "batch_size": 50,
+    "seed": 0,
+    "eval_every": 1,
+    "loss": "cross_entropy",
+    "engine": "auto",
+    "client_chunk": None,
+    "client_loss_samples": 0,
+    "local_steps": None,
+    "lr": {"name": "exponential", "lr0": 0.1, "decay": 0.998},
+    "algorithm": {"name": "fedavg"},
+}
+
+
+def _named(section: str, spec: Any, registry: Mapping[str, Callable[..., Any]]) -> Any:
+    if not isinstance(spec, Mapping) or "name" not in spec:
+        raise ValueError(f"{section} must be a dict with a 'name', got {spec!r}")
+    name = require_choice(section, spec["name"], registry)
+    return registry[name](**{k: v for k, v in spec.items() if k != "name"})
+
+
+def _training_parts(
+    t: Mapping[str, Any],
+) -> tuple[TrainSettings, Callable[[int], float], Algorithm]:
+    parts = ("lr", "algorithm")
+    settings = TrainSettings(**{k: v for k, v in t.items() if k not in parts})
+    return settings, _named("training lr", t["lr"], LR_SCHEDULES), build_algorithm(t["algorithm"])
+
+
+def _aoi_policy(policy: str) -> Callable[..., Sampler]:
+    return lambda n, sizes, **options: make_sampler(policy, n=n, sizes=sizes, **options)
+
+
+#: sampler name -> function(n, sizes, **options) -> Sampler (``sizes``: the clients' data sizes)
+SAMPLERS: dict[str, Callable[..., Sampler]] = {p: _aoi_policy(p) for p in POLICIES}
+
+
+def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with the training defaults filled in, checked (the cache key's input).
+
+    Sections, each a dict with a ``name`` and options: ``dataset`` (:data:`DATASETS`),
+    ``partition`` (:data:`PARTITIONS`; "n_clients", "seed", options), ``model``
+    (:data:`models.MODELS`; "seed", options), ``sampler`` (:data:`SAMPLERS`; "seed", options)
+    and ``training`` (:data:`TRAINING_DEFAULTS`, optional; its ``lr`` and ``algorithm`` are
+    {"name", options} dicts naming entries of :data:`train.LR_SCHEDULES` and
+    :data:`algorithms.ALGORITHMS`).
+    """
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a dict, got {type(config).__name__}")
+    unknown = set(config) - set(_SECTIONS)
+    missing = set(_SECTIONS) - set(config) - {"training"}
+    if unknown or missing:
+        raise ValueError(
+            f"config sections must be {list(_SECTIONS)} (training optional); "
+            f"unknown: {sorted(unknown)}, missing: {sorted(missing)}"
+        )
+    training = dict(config.get("training", {}))
+    if extra := set(training) - set(TRAINING_DEFAULTS):
+        raise ValueError(
+            f"unknown training options {sorted(extra)}; valid: {list(TRAINING_DEFAULTS)}"
+        )
+    resolved = {s: copy.deepcopy(dict(config[s])) for s in _SECTIONS if s != "training"}
+    resolved["training"] = {**copy.deepcopy(TRAINING_DEFAULTS), **copy.deepcopy(training)}
+    for section, registry in (
+        ("dataset", DATASETS),
+        ("partition", PARTITIONS),
+        ("model", MODELS),
+        ("sampler", SAMPLERS),
+    ):
+        require_choice(f"{section} name", resolved[section].get("name"), registry)
+    _training_parts(resolved["training"])
+    config_key(resolved)  # fails here, not after training, if something is not JSON
+    return resolved
+
+
+def build_trainer(config: Mapping[str, Any], data_root: str = "data") -> FederatedTrainer:
+    """The :class:`FederatedTrainer` a configuration describes (see :func:`resolve_config`)."""
+    c = resolve_config(config)
+    ds = dict(c["dataset"])
+    bundle = DATASETS[ds.pop("name")](data_root, **ds)
+    part = dict(c["partition"])
+    labels = bundle.train.y.numpy()
+    partition = PARTITIONS[part.pop("name")](labels, **part)
+    data = FederatedData(bundle.train, bundle.test, partition)
+    model_spec = dict(c["model"])
+    model = build_model(model_spec.pop("name"), **model_spec)
+    sampler_spec = dict(c["sampler"])
+    sampler = SAMPLERS[sampler_spec.pop("name")](len(partition), data.sizes, **sampler_spec)
+    settings, lr_schedule, algorithm = _training_parts(c["training"])
+    return FederatedTrainer(
+        model, data, sampler, settings, lr_schedule=lr_schedule, algorithm=algorithm
+    )
+
+
+@dataclass(frozen=True)
+class ExperimentResult:
+    """A finished run: its resolved config, records, final global model and sampler config."""
+
+    key: str
+    config: dict
+    history: dict
+    final_params: dict[str, np.ndarray]
+    sampler: dict
+    cached: bool
+
+    def rounds_to_target(self, target: float) -> int | None:
+        h = self.history
+        return rounds_to_target(h["test_accuracy"], target, rounds=h["eval_round"])
+
+
+def run_experiment(
+    config: Mapping[str, Any],
+    *,
+    cache_dir: str = "results",
+    rerun: bool = False,
+    progress: bool = True,
+    data_root: str = "data",
+    checkpoint_every: int = 5,
+) -> ExperimentResult:
+    """The cached result of ``config``, or compute it (resuming from its latest checkpoint).
+
+    A checkpoint is written every ``checkpoint_every`` rounds; a run killed mid-way and started
+    again continues from it and ends with exactly the numbers of an uninterrupted run.
+    ``rerun=True`` ignores the cached result and any checkpoint and trains from scratch.
+    """
+    resolved = resolve_config(config)
+    checkpoint_every = require_int("checkpoint_every", checkpoint_every, minimum=1)
+    key = config_key(resolved)
+    results = ResultStore(cache_dir)
+    if not rerun and (hit := results.load(resolved)) is not None:
+        result, arrays = hit
+        return ExperimentResult(key, resolved, result["history"], arrays, result["sampler"], True)
+    checkpoints = CheckpointStore(cache_dir, resolved)
+    if rerun:
+        checkpoints.clear()
+    trainer = build_trainer(resolved, data_root)
+    if (checkpoint := checkpoints.load()) is not None:
+        _, tensors, state = checkpoint
+        try:
+            trainer.load_state_dict(tensors, state)
+        except (KeyError, TypeError, ValueError) as exc:
+            warnings.warn(f"ignoring unusable checkpoint (restarting the run): {exc}", stacklevel=2)
+            trainer = build_trainer(resolved, data_root)  # loading may have changed some parts
+
+    def save_checkpoint(tr: FederatedTrainer) -> None:
+        if tr.round % checkpoint_every == 0 and tr.round < tr.settings.rounds:
+            checkpoints.save(tr.round, *tr.state_dict())
+
+    history = trainer.run(progress=progress, on_round=save_checkpoint)
+    final = {k: v.numpy() for k, v in trainer.params.items()}
+    sampler = trainer.sampler.config()
+    result = {"history": history, "sampler": sampler, "torch_version": torch.__version__}
+    results.save(resolved, result, final)
+    checkpoints.clear()
+    return ExperimentResult(key, resolved, copy.deepcopy(history), final, sampler, False)
