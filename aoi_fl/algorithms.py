@@ -17,12 +17,12 @@ sends per round, for plots against communication.
 
 This module holds the interface and FedAvg with the aggregation rules of the AoI paper (eq. 15)
 and of the unbiased estimators (a weighted sum of updates); the other methods live with their
-papers' modules and register themselves in :data:`ALGORITHMS`.
+papers' modules. Configurations name them through :data:`aoi_fl.runs.ALGORITHMS`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -162,18 +162,6 @@ class FedAvg(Algorithm):
 
     def config(self) -> dict:
         return {"name": self.name, "aggregation": self.aggregation, "server_lr": self.server_lr}
-
-
-#: algorithm name -> constructor (options as keyword arguments); other modules add theirs
-ALGORITHMS: dict[str, Callable[..., Algorithm]] = {"fedavg": FedAvg}
-
-
-def build_algorithm(spec: Mapping) -> Algorithm:
-    """The algorithm a ``{"name": ..., options}`` spec describes (see :data:`ALGORITHMS`)."""
-    if not isinstance(spec, Mapping) or "name" not in spec:
-        raise ValueError(f"algorithm must be a dict with a 'name', got {spec!r}")
-    name = require_choice("algorithm", spec["name"], ALGORITHMS)
-    return ALGORITHMS[name](**{k: v for k, v in spec.items() if k != "name"})
 
 
 def per_client_table(n_clients: int, global_params: Params, dtype=None) -> Params:

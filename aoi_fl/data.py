@@ -433,13 +433,18 @@ class TensorSplit:
 
 @dataclass(frozen=True)
 class DatasetBundle:
-    """Train and test splits, normalised and ready for a model. ``synthetic`` marks fake data."""
+    """Train and test splits, normalised and ready for a model. ``synthetic`` marks fake data.
+
+    ``partition`` is set for natively federated data (generated client by client): client i's
+    indices into ``train``; configurations use it with the partition name ``"natural"``.
+    """
 
     name: str
     train: TensorSplit
     test: TensorSplit
     num_classes: int
     synthetic: bool = False
+    partition: tuple[np.ndarray, ...] | None = None
 
 
 def _bundle(

@@ -1,9 +1,10 @@
 """The AoI paper's training experiments (Sec. V, Figs 5-7, Table II) as cached configurations.
 
 :func:`aoi_config` turns (dataset, split, policy, seed, profile) into a configuration for
-:func:`aoi_fl.runs.run_experiment`; :func:`run_grid` runs the missing ones (optionally in
-parallel processes) and returns every result from the cache. The paper's own numbers are kept
-here only as labelled reference values (``PAPER_*``), never used in a computation.
+:func:`aoi_fl.runs.run_experiment`; :func:`aoi_fl.runs.run_grid` runs the missing ones
+(optionally in parallel processes) and returns every result from the cache. The paper's own
+numbers are kept here only as labelled reference values (``PAPER_*``), never used in a
+computation.
 
 Profiles (see :mod:`aoi_fl.profiles`):
 
@@ -17,9 +18,7 @@ Profiles (see :mod:`aoi_fl.profiles`):
 from __future__ import annotations
 
 import copy
-import multiprocessing as mp
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -178,62 +177,6 @@ def aoi_grid(
         for policy in policies
         for seed in range(seeds)
     ]
-
-
-def _run_one(args: tuple[dict, str, bool, str, int | None]) -> str:
-    config, cache_dir, rerun, data_root, threads = args
-    import torch
-
-    from .runs import run_experiment
-
-    if threads is not None:
-        torch.set_num_threads(threads)
-    return run_experiment(
-        config, cache_dir=cache_dir, rerun=rerun, progress=False, data_root=data_root
-    ).key
-
-
-def run_grid(
-    configs: Iterable[dict[str, Any]],
-    *,
-    cache_dir: str = "results",
-    rerun: bool = False,
-    data_root: str = "data",
-    workers: int = 1,
-    threads: int | None = None,
-    progress: bool = True,
-) -> list:
-    """Results of ``configs`` (in order): cached ones are read, missing ones computed.
-
-    With ``workers > 1`` the missing runs go to that many processes, each with ``threads``
-    torch threads (on a 2-core machine two single-threaded workers train small models faster
-    than one two-threaded process). Every run checkpoints, so an interrupted grid resumes.
-    """
-    from .runs import resolve_config, run_experiment
-
-    configs = [resolve_config(c) for c in configs]
-    workers = require_int("workers", workers, minimum=1)
-    store = ResultStore(cache_dir)
-    todo = [c for c in configs if rerun or store.load(c) is None]
-    if todo:
-        jobs = [(c, cache_dir, rerun, data_root, threads) for c in todo]
-        if workers == 1:
-            for job in _progress(jobs, progress, "runs"):
-                _run_one(job)
-        else:
-            ctx = mp.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                for _ in _progress(pool.map(_run_one, jobs), progress, "runs", len(jobs)):
-                    pass
-    return [run_experiment(c, cache_dir=cache_dir, data_root=data_root) for c in configs]
-
-
-def _progress(items: Iterable, enabled: bool, unit: str, total: int | None = None) -> Iterable:
-    if not enabled:
-        return items
-    from tqdm import tqdm  # plain bars: tqdm.auto warns (with a machine path) without ipywidgets
-
-    return tqdm(items, unit=unit, total=total)
 
 
 def local_optima(

@@ -10,16 +10,19 @@ recomputed.
 from __future__ import annotations
 
 import copy
+import multiprocessing as mp
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from . import algorithms, synthetic
 from ._validation import require_choice, require_int
-from .algorithms import Algorithm, build_algorithm
+from .algorithms import Algorithm
 from .cache import CheckpointStore, ResultStore, config_key
 from .data import DatasetBundle, load_dataset, synthetic_cifar
 from .models import MODELS, build_model
@@ -35,29 +38,46 @@ from .train import (
 )
 
 
-def _iid(labels: np.ndarray, n_clients: int, seed: int) -> list[np.ndarray]:
-    return iid_equal(labels.size, n_clients, seed)
+def _iid(bundle: DatasetBundle, n_clients: int, seed: int) -> list[np.ndarray]:
+    return iid_equal(len(bundle.train), n_clients, seed)
 
 
 def _dirichlet(
-    labels: np.ndarray, n_clients: int, seed: int, alpha: float, min_size: int = 10
+    bundle: DatasetBundle, n_clients: int, seed: int, alpha: float, min_size: int = 10
 ) -> list[np.ndarray]:
+    labels = bundle.train.y.numpy()
     return dirichlet_label_skew(labels, n_clients, alpha, seed, min_size=min_size)
 
 
 def _zipf(
-    labels: np.ndarray, n_clients: int, seed: int, a: float, min_size: int = 1
+    bundle: DatasetBundle, n_clients: int, seed: int, a: float, min_size: int = 1
 ) -> list[np.ndarray]:
     """IID samples with Zipf(a) client sizes that use the whole training set."""
-    sizes = zipf_sizes(n_clients, a, seed, total=labels.size, min_size=min_size)
-    return iid_sizes(labels.size, sizes, seed)
+    total = len(bundle.train)
+    sizes = zipf_sizes(n_clients, a, seed, total=total, min_size=min_size)
+    return iid_sizes(total, sizes, seed)
 
 
-#: partition name -> function(labels, n_clients, seed, **options) -> list of index arrays
+def _natural(bundle: DatasetBundle, n_clients: int) -> list[np.ndarray]:
+    """The clients a natively federated dataset was generated with."""
+    if bundle.partition is None:
+        raise ValueError(
+            f"partition 'natural' needs a dataset generated client by client; {bundle.name!r} "
+            "has no natural partition (use e.g. 'iid' or 'dirichlet')"
+        )
+    if len(bundle.partition) != n_clients:
+        raise ValueError(
+            f"n_clients={n_clients} but dataset {bundle.name!r} has {len(bundle.partition)} clients"
+        )
+    return list(bundle.partition)
+
+
+#: partition name -> function(bundle, n_clients, [seed], **options) -> list of index arrays
 PARTITIONS: dict[str, Callable[..., list[np.ndarray]]] = {
     "iid": _iid,
     "dirichlet": _dirichlet,
     "zipf": _zipf,
+    "natural": _natural,
 }
 
 #: dataset name -> function(root, **options) -> DatasetBundle
@@ -66,6 +86,7 @@ DATASETS: dict[str, Callable[..., DatasetBundle]] = {
     "cifar10": lambda root, **kw: load_dataset("cifar10", root, **kw),
     "cifar100": lambda root, **kw: load_dataset("cifar100", root, **kw),
     "synthetic_cifar": lambda root, **kw: synthetic_cifar(**kw),
+    "linear_regression": lambda root, **kw: synthetic.linear_regression(**kw),
 }
 
 _SECTIONS = ("dataset", "partition", "model", "sampler", "training")
@@ -98,7 +119,11 @@ def _training_parts(
 ) -> tuple[TrainSettings, Callable[[int], float], Algorithm]:
     parts = ("lr", "algorithm")
     settings = TrainSettings(**{k: v for k, v in t.items() if k not in parts})
-    return settings, _named("training lr", t["lr"], LR_SCHEDULES), build_algorithm(t["algorithm"])
+    return (
+        settings,
+        _named("training lr", t["lr"], LR_SCHEDULES),
+        _named("training algorithm", t["algorithm"], ALGORITHMS),
+    )
 
 
 def _aoi_policy(policy: str) -> Callable[..., Sampler]:
@@ -107,6 +132,9 @@ def _aoi_policy(policy: str) -> Callable[..., Sampler]:
 
 #: sampler name -> function(n, sizes, **options) -> Sampler (``sizes``: the clients' data sizes)
 SAMPLERS: dict[str, Callable[..., Sampler]] = {p: _aoi_policy(p) for p in POLICIES}
+
+#: algorithm name -> constructor(**options) (see :mod:`aoi_fl.algorithms`)
+ALGORITHMS: dict[str, Callable[..., Algorithm]] = {"fedavg": algorithms.FedAvg}
 
 
 def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -153,8 +181,7 @@ def build_trainer(config: Mapping[str, Any], data_root: str = "data") -> Federat
     ds = dict(c["dataset"])
     bundle = DATASETS[ds.pop("name")](data_root, **ds)
     part = dict(c["partition"])
-    labels = bundle.train.y.numpy()
-    partition = PARTITIONS[part.pop("name")](labels, **part)
+    partition = PARTITIONS[part.pop("name")](bundle, **part)
     data = FederatedData(bundle.train, bundle.test, partition)
     model_spec = dict(c["model"])
     model = build_model(model_spec.pop("name"), **model_spec)
@@ -227,3 +254,53 @@ def run_experiment(
     results.save(resolved, result, final)
     checkpoints.clear()
     return ExperimentResult(key, resolved, copy.deepcopy(history), final, sampler, False)
+
+
+def _run_one(args: tuple[dict, str, bool, str, int | None]) -> str:
+    config, cache_dir, rerun, data_root, threads = args
+    if threads is not None:
+        torch.set_num_threads(threads)
+    return run_experiment(
+        config, cache_dir=cache_dir, rerun=rerun, progress=False, data_root=data_root
+    ).key
+
+
+def run_grid(
+    configs: Iterable[dict[str, Any]],
+    *,
+    cache_dir: str = "results",
+    rerun: bool = False,
+    data_root: str = "data",
+    workers: int = 1,
+    threads: int | None = None,
+    progress: bool = True,
+) -> list:
+    """Results of ``configs`` (in order): cached ones are read, missing ones computed.
+
+    With ``workers > 1`` the missing runs go to that many processes, each with ``threads``
+    torch threads (on a 2-core machine two single-threaded workers train small models faster
+    than one two-threaded process). Every run checkpoints, so an interrupted grid resumes.
+    """
+    configs = [resolve_config(c) for c in configs]
+    workers = require_int("workers", workers, minimum=1)
+    store = ResultStore(cache_dir)
+    todo = [c for c in configs if rerun or store.load(c) is None]
+    if todo:
+        jobs = [(c, cache_dir, rerun, data_root, threads) for c in todo]
+        if workers == 1:
+            for job in _progress(jobs, progress, "runs"):
+                _run_one(job)
+        else:
+            ctx = mp.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                for _ in _progress(pool.map(_run_one, jobs), progress, "runs", len(jobs)):
+                    pass
+    return [run_experiment(c, cache_dir=cache_dir, data_root=data_root) for c in configs]
+
+
+def _progress(items: Iterable, enabled: bool, unit: str, total: int | None = None) -> Iterable:
+    if not enabled:
+        return items
+    from tqdm import tqdm  # plain bars: tqdm.auto warns (with a machine path) without ipywidgets
+
+    return tqdm(items, unit=unit, total=total)
