@@ -150,13 +150,18 @@ class FedAvg(Algorithm):
                 f"server_lr={server_lr} needs aggregation='weighted_delta' (eq. 15 has none)"
             )
 
+    def aggregation_weights(self, updates: ClientUpdates) -> np.ndarray:
+        """The w_i of the selected clients: the sampler's (subclasses may replace them)."""
+        return updates.weights
+
     def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
         if updates.ids.size == 0:
             return global_params
+        w = self.aggregation_weights(updates)
         if self.aggregation == "weighted_sum":
-            return {k: weighted_sum(updates.weights, v) for k, v in updates.params.items()}
+            return {k: weighted_sum(w, v) for k, v in updates.params.items()}
         return {
-            k: g + self.server_lr * weighted_sum(updates.weights, updates.params[k] - g)
+            k: g + self.server_lr * weighted_sum(w, updates.params[k] - g)
             for k, g in global_params.items()
         }
 

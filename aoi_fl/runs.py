@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import algorithms, synthetic
+from . import agnostic, algorithms, synthetic
 from ._validation import require_choice, require_int
 from .algorithms import Algorithm
 from .cache import CheckpointStore, ResultStore, config_key
@@ -131,10 +131,17 @@ def _aoi_policy(policy: str) -> Callable[..., Sampler]:
 
 
 #: sampler name -> function(n, sizes, **options) -> Sampler (``sizes``: the clients' data sizes)
-SAMPLERS: dict[str, Callable[..., Sampler]] = {p: _aoi_policy(p) for p in POLICIES}
+SAMPLERS: dict[str, Callable[..., Sampler]] = {
+    **{p: _aoi_policy(p) for p in POLICIES},
+    "exp_prior": agnostic.prior_sampler,
+}
 
 #: algorithm name -> constructor(**options) (see :mod:`aoi_fl.algorithms`)
-ALGORITHMS: dict[str, Callable[..., Algorithm]] = {"fedavg": algorithms.FedAvg}
+ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
+    "fedavg": algorithms.FedAvg,
+    "agnostic": agnostic.AgnosticFedAvg,
+    "weighted": agnostic.WeightedFedAvg,
+}
 
 
 def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,258 @@
+"""Agnostic vs weighted FedAvg under unknown participation ("Convergence of Agnostic Federated
+Averaging", Sec. 2 and 4).
+
+- Participation processes as samplers: :class:`PriorSampler` draws M of N clients without
+  replacement from a fixed prior (the paper's experiments: weights exp(-i/tau), tau = 10), and
+  :class:`ProcessSampler` wraps any process given as a function of the round.
+- The induced client weights of eq. 2, p_i = E[1[i in S] / |S|], for any sampler
+  (:func:`induced_weights`, estimated from draws; exact for the prior sampler at small N by
+  enumeration, :func:`exact_prior_weights`); they sum to one (Lemma 1). The participation skew
+  of Fig. 2 is ||p - 1/N||_1 (:func:`skew`).
+- Aggregation rules as algorithms of the common trainer: :class:`AgnosticFedAvg` (Algorithm 1,
+  line 5: the plain mean of the available clients) and :class:`WeightedFedAvg` (eq. 10:
+  (N/|S|) sum_{i in S} p_i theta_i with the known p).
+- The objective of problem (3), sum_i p_i f_i, and the uniform one, (1/N) sum_i f_i
+  (:func:`objective`), from the per-client losses the trainer records.
+
+Algorithm 1 lets every client run H local steps and then broadcasts the aggregate to all N
+clients, so the work of the clients that were not available is overwritten: on the common
+trainer it is FedAvg in which only the available clients train, ``local_steps = H``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ._validation import require_int, require_n_m, require_real
+from .algorithms import FedAvg
+from .engines import Params
+from .samplers import _SeededSampler
+from .selection import Sampler, Selection
+
+
+def exponential_prior(n: int, tau: float) -> np.ndarray:
+    """Prior weights proportional to exp(-i/tau) over clients i = 1..n (Sec. 4), normalised.
+
+    tau = inf gives the uniform prior.
+    """
+    n = require_int("n", n, minimum=1)
+    if tau != float("inf"):
+        tau = require_real("tau", tau, minimum=0.0, strict_minimum=True)
+    w = np.exp(-np.arange(1, n + 1) / tau)
+    return w / w.sum()
+
+
+class PriorSampler(_SeededSampler):
+    """M of N clients drawn without replacement from fixed prior weights (Sec. 4).
+
+    Successive sampling: the first client is drawn with probability proportional to its prior
+    weight, the next one likewise among the remaining clients, and so on. It is drawn in one
+    pass as the M smallest of E_i / w_i with E_i ~ Exp(1) independent (the order of these keys
+    has exactly the law of successive sampling). Every selected client gets the agnostic weight
+    1/M (Algorithm 1, line 5).
+    """
+
+    name = "prior"
+
+    def __init__(self, weights: Any, m: int, seed: int = 0, label: str = "custom") -> None:
+        w = np.asarray(weights, dtype=float)
+        if w.ndim != 1 or w.size == 0 or not np.all(np.isfinite(w)) or (w < 0).any():
+            raise ValueError(
+                f"weights must be a non-empty 1-d array of finite values >= 0, got {w}"
+            )
+        n, self.m = require_n_m(w.size, m)
+        if np.count_nonzero(w) < self.m:
+            raise ValueError(
+                f"m={m} clients cannot be drawn without replacement when only "
+                f"{np.count_nonzero(w)} have a positive weight"
+            )
+        super().__init__(n, seed)
+        self.prior = w / w.sum()
+        self.label = label
+
+    def sample(self) -> Selection:
+        with np.errstate(divide="ignore"):
+            keys = self._rng.exponential(size=self.n) / self.prior
+        ids = np.sort(np.argpartition(keys, self.m - 1)[: self.m])
+        self.round += 1
+        return Selection(ids, np.full(self.m, 1.0 / self.m))
+
+    def config(self) -> dict:
+        return {**super().config(), "m": self.m, "prior": self.label}
+
+
+def prior_sampler(n: int, sizes: Any = None, *, m: int, tau: float, seed: int = 0) -> PriorSampler:
+    """The paper's participation process: M = m of n clients from the prior exp(-i/tau)."""
+    return PriorSampler(exponential_prior(n, tau), m, seed, label=f"exp(-i/{tau})")
+
+
+class ProcessSampler(_SeededSampler):
+    """Any participation process given as a function ``process(t, rng) -> selected ids``.
+
+    ``rng`` is the sampler's private generator; the selected clients get the agnostic weights
+    1/|S|. The function must be deterministic given (t, rng) for runs to be reproducible and
+    resumable.
+    """
+
+    name = "process"
+
+    def __init__(
+        self, n: int, process: Callable[[int, np.random.Generator], Iterable[int]], seed: int = 0
+    ) -> None:
+        super().__init__(require_int("n", n, minimum=1), seed)
+        self.process = process
+
+    def sample(self) -> Selection:
+        ids = np.unique(np.asarray(list(self.process(self.round, self._rng)), dtype=np.int64))
+        if ids.size and (ids[0] < 0 or ids[-1] >= self.n):
+            raise ValueError(f"the process selected ids outside [0, {self.n}): {ids.tolist()}")
+        self.round += 1
+        return Selection(ids, np.full(ids.size, 1.0 / max(ids.size, 1)))
+
+
+def inclusion_and_induced(sampler: Sampler, rounds: int) -> tuple[np.ndarray, np.ndarray]:
+    """Estimated P(i in S) and p_i = E[1[i in S] / |S|] (eq. 2) from ``rounds`` draws.
+
+    The draws advance ``sampler`` (pass a fresh one). Rounds with nobody selected carry no
+    aggregation step in FedAvg, so p is conditioned on S being non-empty (the paper assumes
+    q(empty) = 0); the inclusion frequency counts every round.
+    """
+    rounds = require_int("rounds", rounds, minimum=1)
+    hits = np.zeros(sampler.n)
+    shares = np.zeros(sampler.n)
+    nonempty = 0
+    for _ in range(rounds):
+        ids = sampler.sample().ids
+        hits[ids] += 1
+        if ids.size:
+            shares[ids] += 1.0 / ids.size
+            nonempty += 1
+    if nonempty == 0:
+        raise ValueError(f"the sampler selected nobody in all {rounds} rounds")
+    return hits / rounds, shares / nonempty
+
+
+def induced_weights(sampler: Sampler, rounds: int) -> np.ndarray:
+    """p_i = E[1[i in S] / |S|] (eq. 2) estimated from ``rounds`` draws; sums to one (Lemma 1)."""
+    return inclusion_and_induced(sampler, rounds)[1]
+
+
+def exact_prior_weights(weights: Any, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact inclusion probabilities and p_i = P(i in S)/m of :class:`PriorSampler`.
+
+    Enumerates every ordered sequence of m distinct draws (n!/(n-m)! of them), so it is meant
+    for small n: a test oracle for the estimates.
+    """
+    w = np.asarray(weights, dtype=float)
+    n, m = require_n_m(w.size, m)
+    if n > 10:
+        raise ValueError(f"exact enumeration is for n <= 10 clients, got n={n}")
+    w = w / w.sum()
+    inclusion = np.zeros(n)
+    for seq in itertools.permutations(range(n), m):
+        prob, left = 1.0, 1.0
+        for i in seq:
+            prob *= w[i] / left
+            left -= w[i]
+        inclusion[list(seq)] += prob
+    return inclusion, inclusion / m
+
+
+def skew(p: Any) -> float:
+    """Participation skew ||p - (1/N) 1||_1 (Fig. 2): 0 for uniform p, up to 2 - 2/N."""
+    p = np.asarray(p, dtype=float)
+    return float(np.abs(p - 1.0 / p.size).sum())
+
+
+def objective(client_losses: Any, p: Any | None = None) -> np.ndarray:
+    """sum_i p_i f_i (problem (3)); p = None gives the uniform objective (1/N) sum_i f_i.
+
+    ``client_losses`` is (N,) or (evaluations, N) (the trainer's ``client_losses`` record).
+    """
+    losses = np.asarray(client_losses, dtype=float)
+    n = losses.shape[-1]
+    weights = np.full(n, 1.0 / n) if p is None else np.asarray(p, dtype=float)
+    if weights.shape != (n,):
+        raise ValueError(f"p must have one weight per client ({n}), got shape {weights.shape}")
+    return losses @ weights
+
+
+class AgnosticFedAvg(FedAvg):
+    """Algorithm 1, line 5: theta = (1/|S|) sum_{i in S} theta_i, whatever the sampler's weights."""
+
+    name = "agnostic"
+
+    def __init__(self) -> None:
+        super().__init__("weighted_sum")
+
+    def aggregation_weights(self, updates: Any) -> np.ndarray:
+        return np.full(updates.ids.size, 1.0 / max(updates.ids.size, 1))
+
+    def config(self) -> dict:
+        return {"name": self.name}
+
+
+class WeightedFedAvg(FedAvg):
+    """Weighted FedAvg (eq. 10): theta = (N/|S|) sum_{i in S} p_i theta_i with the known p.
+
+    The weights (N/|S|) p_i sum to one only in expectation under uniform participation (with
+    p_i = 1/N it is Algorithm 1); under skewed participation they do not, and eq. 10 rescales
+    the model. ``aggregation="weighted_delta"`` applies the same weights to the updates instead
+    (theta + sum (N/|S|) p_i (theta_i - theta)), a reading that leaves the model's scale alone.
+    """
+
+    name = "weighted"
+
+    def __init__(self, p: Any, aggregation: str = "weighted_sum") -> None:
+        super().__init__(aggregation)
+        p = np.asarray(p, dtype=float)
+        if p.ndim != 1 or p.size == 0 or (p < 0).any() or not np.isclose(p.sum(), 1.0):
+            raise ValueError(f"p must be a probability vector over the clients, got {p}")
+        self.p = p
+
+    def aggregation_weights(self, updates: Any) -> np.ndarray:
+        if updates.ids.size and updates.ids.max() >= self.p.size:
+            raise ValueError(f"client id {updates.ids.max()} has no weight in p ({self.p.size})")
+        return self.p.size / max(updates.ids.size, 1) * self.p[updates.ids]
+
+    def setup(self, n_clients: int, global_params: Params) -> None:
+        if n_clients != self.p.size:
+            raise ValueError(f"p has {self.p.size} weights but there are {n_clients} clients")
+
+    def config(self) -> dict:
+        return {"name": self.name, "p": self.p.tolist(), "aggregation": self.aggregation}
+
+
+def algorithm_specs(p: Any) -> Mapping[str, dict]:
+    """Configuration specs of the two aggregation rules compared in Figs 1-2."""
+    return {"agnostic": {"name": "agnostic"}, "weighted": {"name": "weighted", "p": list(p)}}
+
+
+def least_squares_optimum(bundle: Any, p: Any | None = None) -> tuple[np.ndarray, float]:
+    """Minimiser and minimum of sum_i p_i f_i for a natively federated least-squares dataset.
+
+    f_i(w, b) = mean over client i's training samples of (x . w + b - y)^2 (the loss "mse" of
+    :class:`~aoi_fl.models.LinearRegression`); p = None is the uniform objective. Solved in
+    float64 as weighted least squares with per-sample weights p_i / n_i. Returns ((w, b) as one
+    vector of d + 1 entries, the minimum).
+    """
+    if bundle.partition is None:
+        raise ValueError("least_squares_optimum needs a natively federated dataset (partition)")
+    n = len(bundle.partition)
+    p = np.full(n, 1.0 / n) if p is None else np.asarray(p, dtype=float)
+    if p.shape != (n,):
+        raise ValueError(f"p must have one weight per client ({n}), got shape {p.shape}")
+    x = bundle.train.x.double().numpy().reshape(len(bundle.train), -1)
+    y = bundle.train.y.double().numpy().reshape(-1)
+    design = np.hstack([x, np.ones((x.shape[0], 1))])
+    sample_weight = np.empty(x.shape[0])
+    for i, idx in enumerate(bundle.partition):
+        sample_weight[idx] = p[i] / len(idx)
+    root = np.sqrt(sample_weight)
+    theta, *_ = np.linalg.lstsq(design * root[:, None], y * root, rcond=None)
+    minimum = float(sample_weight @ (design @ theta - y) ** 2)
+    return theta, minimum

@@ -1,0 +1,245 @@
+"""The agnostic-FedAvg paper's experiments (Sec. 4, Figs 1-2) as cached configurations.
+
+Setting (Sec. 4): N = 100 clients, M = 10 available per round, drawn without replacement from the
+prior exp(-i/tau) (tau = 10 in Fig. 1; Fig. 2 varies the skew, the paper does not say how: we
+vary tau), two tasks, five seeds. The paper states neither the
+models, the partitions, the local steps, the learning rates nor the number of rounds; our
+choices (the same in every profile, see :data:`TASKS`):
+
+- ``mnist``: multinomial logistic regression (convex, as the analysis assumes) on real MNIST,
+  Dirichlet(0.3) label skew (algorithm (A), as in the AoI experiments), H = 5 local steps of
+  batch 50, constant lr 0.05;
+- ``linear_regression``: :func:`synthetic.linear_regression` (100 samples per client, 20
+  features, client optima spread by 0.5), H = 5 local steps of batch 10, constant lr 0.005.
+
+The aggregation rules compared: ``agnostic`` (Algorithm 1), ``weighted`` (eq. 10 as printed, on
+the parameters) and ``weighted_updates`` (eq. 10's weights on the updates), each with the
+induced weights p of the participation process estimated from draws of an independent copy of
+it (the paper: "empirically estimated via repeated draws"; 100,000 draws outside the smoke
+profile, a standard error of a client's p below 0.002 / M). Losses are recorded per client at
+every evaluation, so that both the objective of problem (3), sum_i p_i f_i, and the uniform one
+can be read off.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from typing import Any
+
+import numpy as np
+
+from . import agnostic
+from ._validation import require_choice, require_int, require_real
+from .profiles import PROFILES
+from .samplers import POLICIES
+
+N_CLIENTS, M_AVAILABLE, TAU = 100, 10, 10.0
+#: seed offset of the independent copy of the process that p is estimated from
+P_SEED_STREAM = 10_000
+
+AGGREGATIONS = ("agnostic", "weighted", "weighted_updates")
+
+#: the AoI paper's parameters for its policies used as participation processes
+AOI_M, AOI_M_PRIME = 15, 10
+
+TASKS: dict[str, dict[str, Any]] = {
+    "mnist": {
+        "dataset": {"name": "mnist"},
+        "partition": {"name": "dirichlet", "n_clients": N_CLIENTS, "alpha": 0.3},
+        "model": {"name": "logistic_regression", "in_features": 784, "num_classes": 10},
+        "training": {
+            "local_steps": 5,
+            "batch_size": 50,
+            "loss": "cross_entropy",
+            "lr": {"name": "constant", "lr": 0.05},
+        },
+    },
+    "linear_regression": {
+        "dataset": {
+            "name": "linear_regression",
+            "n_clients": N_CLIENTS,
+            "samples": 100,
+            "features": 20,
+            "heterogeneity": 0.5,
+            "noise": 0.1,
+        },
+        "partition": {"name": "natural", "n_clients": N_CLIENTS},
+        "model": {"name": "linear_regression", "in_features": 20},
+        "training": {
+            "local_steps": 5,
+            "batch_size": 10,
+            "loss": "mse",
+            "lr": {"name": "constant", "lr": 0.005},
+        },
+    },
+}
+
+_SCHEDULE = {
+    "smoke": {
+        "rounds": {"mnist": 2, "linear_regression": 3},
+        "seeds": 1,
+        "eval_every": 1,
+        "taus": (10.0,),
+        "aoi_seeds": 1,
+        "p_draws": 2_000,
+    },
+    "cpu": {
+        "rounds": {"mnist": 200, "linear_regression": 300},
+        "seeds": 5,
+        "eval_every": 10,
+        "taus": (5.0, 10.0, 20.0, 50.0, 100.0, float("inf")),
+        "aoi_seeds": 3,
+        "p_draws": 100_000,
+    },
+    "paper": {
+        "rounds": {"mnist": 500, "linear_regression": 1000},
+        "seeds": 5,
+        "eval_every": 10,
+        "taus": (2.0, 5.0, 10.0, 20.0, 50.0, 100.0, float("inf")),
+        "aoi_seeds": 5,
+        "p_draws": 100_000,
+    },
+}
+
+
+def schedule(profile: str) -> dict[str, Any]:
+    """Rounds per task, seeds, evaluation interval, temperatures and draws behind p."""
+    return copy.deepcopy(_SCHEDULE[require_choice("profile", profile, PROFILES)])
+
+
+def tau_label(tau: float) -> str:
+    return "inf" if tau == float("inf") else f"{tau:g}"
+
+
+def _sampler_spec(process: str, seed: int, tau: float | None) -> dict[str, Any]:
+    if process == "exp_prior":
+        # JSON has no infinity: the uniform prior is spelled with a huge temperature
+        t = 1e300 if tau == float("inf") else require_real("tau", tau, minimum=0.0)
+        return {"name": "exp_prior", "m": M_AVAILABLE, "tau": t, "seed": seed}
+    policy = require_choice("process", process, POLICIES)
+    return {"name": policy, "m": AOI_M, "m_prime": AOI_M_PRIME, "seed": seed}
+
+
+@functools.lru_cache(maxsize=256)
+def _induced_p(spec_json: str, sizes: tuple[float, ...], draws: int) -> tuple[float, ...]:
+    from .runs import SAMPLERS
+
+    spec = json.loads(spec_json)
+    sampler = SAMPLERS[spec.pop("name")](N_CLIENTS, np.asarray(sizes), **spec)
+    return tuple(agnostic.induced_weights(sampler, draws).tolist())
+
+
+def induced_p(
+    process: str,
+    seed: int,
+    profile: str,
+    tau: float | None = None,
+    sizes: Any = None,
+) -> np.ndarray:
+    """p of eq. 2 for ``process`` (``"exp_prior"`` with ``tau``, or an AoI policy), estimated
+    from ``schedule(profile)["p_draws"]`` draws of an independent copy of the process (seed
+    ``P_SEED_STREAM + seed``). ``sizes``: the clients' data sizes (Policies 1-2 depend on them;
+    default all equal).
+    """
+    spec = _sampler_spec(process, P_SEED_STREAM + require_int("seed", seed, minimum=0), tau)
+    sizes = tuple(np.ones(N_CLIENTS) if sizes is None else np.asarray(sizes, dtype=float))
+    draws = schedule(profile)["p_draws"]
+    return np.array(_induced_p(json.dumps(spec, sort_keys=True), sizes, draws))
+
+
+def _algorithm(aggregation: str, p: np.ndarray) -> dict[str, Any]:
+    aggregation = require_choice("aggregation", aggregation, (*AGGREGATIONS, "aoi"))
+    if aggregation == "agnostic":
+        return {"name": "agnostic"}
+    if aggregation == "aoi":  # the policy's own weights w_i (AoI paper, eq. 15)
+        return {"name": "fedavg"}
+    form = "weighted_sum" if aggregation == "weighted" else "weighted_delta"
+    return {"name": "weighted", "p": [float(x) for x in p], "aggregation": form}
+
+
+def config(
+    task: str,
+    aggregation: str,
+    seed: int,
+    profile: str,
+    *,
+    process: str = "exp_prior",
+    tau: float | None = TAU,
+    p: Any = None,
+) -> dict[str, Any]:
+    """One training run: ``task`` under ``process`` with one aggregation rule.
+
+    ``aggregation``: one of :data:`AGGREGATIONS`, or ``"aoi"`` (FedAvg with the AoI policy's own
+    weights). ``p`` (the induced weights, needed by the weighted rules) defaults to
+    :func:`induced_p` of the process; for the AoI Policies 1-2 pass it, as it depends on the
+    partition's sizes. One ``seed`` drives the partition, the model, the sampler and the batches.
+    """
+    task = require_choice("task", task, TASKS)
+    seed = require_int("seed", seed, minimum=0)
+    sched = schedule(profile)
+    spec = copy.deepcopy(TASKS[task])
+    if aggregation not in ("agnostic", "aoi") and p is None:
+        p = induced_p(process, seed, profile, tau)
+    spec["dataset"] = {**spec["dataset"], **({"seed": seed} if task != "mnist" else {})}
+    spec["partition"] = {**spec["partition"], **({"seed": seed} if task == "mnist" else {})}
+    spec["model"] = {**spec["model"], "seed": seed}
+    spec["sampler"] = _sampler_spec(process, seed, tau)
+    spec["training"] = {
+        **spec["training"],
+        "rounds": sched["rounds"][task],
+        "seed": seed,
+        "eval_every": sched["eval_every"],
+        "client_loss_samples": 10**9,  # every sample: f_i exactly
+        "algorithm": _algorithm(aggregation, p),
+    }
+    return spec
+
+
+def figure1_grid(profile: str) -> list[dict[str, Any]]:
+    """Fig. 1: both tasks x the three rules x seeds at tau = 10."""
+    seeds = schedule(profile)["seeds"]
+    return [
+        config(task, agg, seed, profile)
+        for task in TASKS
+        for agg in AGGREGATIONS
+        for seed in range(seeds)
+    ]
+
+
+def figure2_grid(profile: str) -> list[dict[str, Any]]:
+    """Fig. 2: both tasks x agnostic / weighted on the updates x temperatures x seeds.
+
+    (Eq. 10 on the parameters diverges under any skew, see Fig. 1, so it has no converged loss
+    to compare.)
+    """
+    sched = schedule(profile)
+    return [
+        config(task, agg, seed, profile, tau=tau)
+        for task in TASKS
+        for tau in sched["taus"]
+        for agg in ("agnostic", "weighted_updates")
+        for seed in range(sched["seeds"])
+    ]
+
+
+def task_sizes(task: str, seed: int, data_root: str = "data") -> np.ndarray:
+    """The clients' data sizes of ``task``'s partition for ``seed`` (Policies 1-2 use them)."""
+    from .runs import build_trainer
+
+    return build_trainer(config(task, "agnostic", seed, "smoke"), data_root).data.sizes
+
+
+def aoi_grid(profile: str, data_root: str = "data") -> list[dict[str, Any]]:
+    """The AoI paper's four policies (m = 15, m' = 10) as participation processes: both tasks x
+    policies x {agnostic, weighted on the updates, the policy's own weights (eq. 15)} x seeds."""
+    configs = []
+    for task in TASKS:
+        for seed in range(schedule(profile)["aoi_seeds"]):
+            sizes = task_sizes(task, seed, data_root)
+            for policy in POLICIES:
+                p = induced_p(policy, seed, profile, sizes=sizes)
+                for agg in ("agnostic", "weighted_updates", "aoi"):
+                    configs.append(config(task, agg, seed, profile, process=policy, tau=None, p=p))
+    return configs
