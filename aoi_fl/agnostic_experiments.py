@@ -32,6 +32,7 @@ import numpy as np
 
 from . import agnostic
 from ._validation import require_choice, require_int, require_real
+from .cache import ResultStore, canonical_json
 from .profiles import PROFILES
 from .samplers import POLICIES
 
@@ -122,31 +123,43 @@ def _sampler_spec(process: str, seed: int, tau: float | None) -> dict[str, Any]:
     return {"name": policy, "m": AOI_M, "m_prime": AOI_M_PRIME, "seed": seed}
 
 
-@functools.lru_cache(maxsize=256)
-def _induced_p(spec_json: str, sizes: tuple[float, ...], draws: int) -> tuple[float, ...]:
-    from .runs import SAMPLERS
-
-    spec = json.loads(spec_json)
-    sampler = SAMPLERS[spec.pop("name")](N_CLIENTS, np.asarray(sizes), **spec)
-    return tuple(agnostic.induced_weights(sampler, draws).tolist())
-
-
 def induced_p(
     process: str,
     seed: int,
     profile: str,
     tau: float | None = None,
     sizes: Any = None,
+    cache_dir: str | None = None,
 ) -> np.ndarray:
     """p of eq. 2 for ``process`` (``"exp_prior"`` with ``tau``, or an AoI policy), estimated
     from ``schedule(profile)["p_draws"]`` draws of an independent copy of the process (seed
     ``P_SEED_STREAM + seed``). ``sizes``: the clients' data sizes (Policies 1-2 depend on them;
-    default all equal).
+    default all equal). With ``cache_dir`` the estimate is kept in the result cache there.
     """
     spec = _sampler_spec(process, P_SEED_STREAM + require_int("seed", seed, minimum=0), tau)
-    sizes = tuple(np.ones(N_CLIENTS) if sizes is None else np.asarray(sizes, dtype=float))
-    draws = schedule(profile)["p_draws"]
-    return np.array(_induced_p(json.dumps(spec, sort_keys=True), sizes, draws))
+    sizes = np.ones(N_CLIENTS) if sizes is None else np.asarray(sizes, dtype=float)
+    key = {
+        "induced_p": spec,
+        "draws": schedule(profile)["p_draws"],
+        "sizes": [float(x) for x in sizes],
+    }
+    return _induced_p(canonical_json(key), cache_dir)
+
+
+@functools.lru_cache(maxsize=512)
+def _induced_p(key_json: str, cache_dir: str | None) -> np.ndarray:
+    from .runs import SAMPLERS
+
+    key = json.loads(key_json)
+    store = None if cache_dir is None else ResultStore(cache_dir)
+    if store is not None and (hit := store.load(key)) is not None:
+        return hit[1]["p"]
+    spec = dict(key["induced_p"])
+    sampler = SAMPLERS[spec.pop("name")](N_CLIENTS, np.asarray(key["sizes"]), **spec)
+    p = agnostic.induced_weights(sampler, key["draws"])
+    if store is not None:
+        store.save(key, {"kind": "induced_p"}, {"p": p})
+    return p
 
 
 def _algorithm(aggregation: str, p: np.ndarray) -> dict[str, Any]:
@@ -168,20 +181,22 @@ def config(
     process: str = "exp_prior",
     tau: float | None = TAU,
     p: Any = None,
+    cache_dir: str | None = None,
 ) -> dict[str, Any]:
     """One training run: ``task`` under ``process`` with one aggregation rule.
 
     ``aggregation``: one of :data:`AGGREGATIONS`, or ``"aoi"`` (FedAvg with the AoI policy's own
     weights). ``p`` (the induced weights, needed by the weighted rules) defaults to
-    :func:`induced_p` of the process; for the AoI Policies 1-2 pass it, as it depends on the
-    partition's sizes. One ``seed`` drives the partition, the model, the sampler and the batches.
+    :func:`induced_p` of the process (kept in ``cache_dir``); for the AoI Policies 1-2 pass
+    it, as it depends on the partition's sizes. One ``seed`` drives the partition, the model,
+    the sampler and the batches.
     """
     task = require_choice("task", task, TASKS)
     seed = require_int("seed", seed, minimum=0)
     sched = schedule(profile)
     spec = copy.deepcopy(TASKS[task])
     if aggregation not in ("agnostic", "aoi") and p is None:
-        p = induced_p(process, seed, profile, tau)
+        p = induced_p(process, seed, profile, tau, cache_dir=cache_dir)
     spec["dataset"] = {**spec["dataset"], **({"seed": seed} if task != "mnist" else {})}
     spec["partition"] = {**spec["partition"], **({"seed": seed} if task == "mnist" else {})}
     spec["model"] = {**spec["model"], "seed": seed}
@@ -197,18 +212,18 @@ def config(
     return spec
 
 
-def figure1_grid(profile: str) -> list[dict[str, Any]]:
+def figure1_grid(profile: str, cache_dir: str | None = None) -> list[dict[str, Any]]:
     """Fig. 1: both tasks x the three rules x seeds at tau = 10."""
     seeds = schedule(profile)["seeds"]
     return [
-        config(task, agg, seed, profile)
+        config(task, agg, seed, profile, cache_dir=cache_dir)
         for task in TASKS
         for agg in AGGREGATIONS
         for seed in range(seeds)
     ]
 
 
-def figure2_grid(profile: str) -> list[dict[str, Any]]:
+def figure2_grid(profile: str, cache_dir: str | None = None) -> list[dict[str, Any]]:
     """Fig. 2: both tasks x agnostic / weighted on the updates x temperatures x seeds.
 
     (Eq. 10 on the parameters diverges under any skew, see Fig. 1, so it has no converged loss
@@ -216,7 +231,7 @@ def figure2_grid(profile: str) -> list[dict[str, Any]]:
     """
     sched = schedule(profile)
     return [
-        config(task, agg, seed, profile, tau=tau)
+        config(task, agg, seed, profile, tau=tau, cache_dir=cache_dir)
         for task in TASKS
         for tau in sched["taus"]
         for agg in ("agnostic", "weighted_updates")
@@ -224,14 +239,19 @@ def figure2_grid(profile: str) -> list[dict[str, Any]]:
     ]
 
 
+@functools.lru_cache(maxsize=64)
 def task_sizes(task: str, seed: int, data_root: str = "data") -> np.ndarray:
     """The clients' data sizes of ``task``'s partition for ``seed`` (Policies 1-2 use them)."""
     from .runs import build_trainer
 
-    return build_trainer(config(task, "agnostic", seed, "smoke"), data_root).data.sizes
+    sizes = build_trainer(config(task, "agnostic", seed, "smoke"), data_root).data.sizes
+    sizes.flags.writeable = False  # shared by every caller (cached)
+    return sizes
 
 
-def aoi_grid(profile: str, data_root: str = "data") -> list[dict[str, Any]]:
+def aoi_grid(
+    profile: str, data_root: str = "data", cache_dir: str | None = None
+) -> list[dict[str, Any]]:
     """The AoI paper's four policies (m = 15, m' = 10) as participation processes: both tasks x
     policies x {agnostic, weighted on the updates, the policy's own weights (eq. 15)} x seeds."""
     configs = []
@@ -239,7 +259,58 @@ def aoi_grid(profile: str, data_root: str = "data") -> list[dict[str, Any]]:
         for seed in range(schedule(profile)["aoi_seeds"]):
             sizes = task_sizes(task, seed, data_root)
             for policy in POLICIES:
-                p = induced_p(policy, seed, profile, sizes=sizes)
+                p = induced_p(policy, seed, profile, sizes=sizes, cache_dir=cache_dir)
                 for agg in ("agnostic", "weighted_updates", "aoi"):
                     configs.append(config(task, agg, seed, profile, process=policy, tau=None, p=p))
     return configs
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the results
+
+
+def describe(config_: dict[str, Any]) -> dict[str, Any]:
+    """(task, process, tau, aggregation, seed) of a configuration made by :func:`config`."""
+    task = "mnist" if config_["dataset"]["name"] == "mnist" else "linear_regression"
+    sampler = config_["sampler"]
+    algorithm = config_["training"]["algorithm"]
+    if algorithm["name"] == "weighted":
+        agg = "weighted" if algorithm["aggregation"] == "weighted_sum" else "weighted_updates"
+    else:
+        agg = "aoi" if algorithm["name"] == "fedavg" else algorithm["name"]
+    tau = None
+    if sampler["name"] == "exp_prior":
+        tau = float("inf") if sampler["tau"] >= 1e300 else float(sampler["tau"])
+    return {
+        "task": task,
+        "process": sampler["name"],
+        "tau": tau,
+        "aggregation": agg,
+        "seed": config_["training"]["seed"],
+    }
+
+
+def process_p(
+    config_: dict[str, Any], profile: str, data_root: str = "data", cache_dir: str | None = None
+) -> np.ndarray:
+    """The induced weights p of the participation process a run was trained under."""
+    d = describe(config_)
+    if d["process"] == "exp_prior":
+        return induced_p("exp_prior", d["seed"], profile, d["tau"], cache_dir=cache_dir)
+    sizes = task_sizes(d["task"], d["seed"], data_root)
+    return induced_p(d["process"], d["seed"], profile, sizes=sizes, cache_dir=cache_dir)
+
+
+def objective_curves(result: Any, p: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(evaluation rounds, sum_i p_i f_i, (1/N) sum_i f_i) of a run's global models."""
+    losses = np.asarray(result.history["client_losses"], dtype=float)
+    return (
+        np.asarray(result.history["eval_round"]),
+        agnostic.objective(losses, p),
+        agnostic.objective(losses),
+    )
+
+
+def final_value(curve: np.ndarray, last: int = 5) -> float:
+    """The converged value of a loss curve: the mean of its last ``last`` evaluations."""
+    return float(np.mean(curve[-last:]))

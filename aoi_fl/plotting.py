@@ -42,6 +42,17 @@ STYLES: dict[str, Style] = {
     "probabilistic": Style("Policy 2: probabilistic", _PALETTE[1], "s"),
     "markov_optimal": Style("Policy 3: Markov optimal", _PALETTE[2], "^"),
     "markov_nonoptimal": Style("Policy 4: Markov non-optimal", _PALETTE[3], "D"),
+    # aggregation rules of the agnostic-FedAvg paper (its figures: agnostic blue, weighted green)
+    "agnostic": Style("agnostic FedAvg (1/|S|)", _PALETTE[0], "o"),
+    "weighted_updates": Style("weighted FedAvg, eq. 10 on the updates", _PALETTE[2], "s"),
+    "weighted": Style("weighted FedAvg, eq. 10 as printed (parameters)", _PALETTE[8], "x"),
+    "aoi": Style("the policy's own weights (AoI eq. 15)", _PALETTE[4], "^"),
+}
+
+#: names that share a figure: within a family every colour and every marker differs (tested)
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "AoI policies": ("random", "probabilistic", "markov_optimal", "markov_nonoptimal"),
+    "agnostic-FedAvg aggregation rules": ("agnostic", "weighted_updates", "weighted", "aoi"),
 }
 
 PAPER_STYLE = {"color": "0.35", "linestyle": ":", "linewidth": 1.2}

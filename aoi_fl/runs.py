@@ -10,6 +10,8 @@ recomputed.
 from __future__ import annotations
 
 import copy
+import functools
+import json
 import multiprocessing as mp
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -23,7 +25,7 @@ import torch
 from . import agnostic, algorithms, synthetic
 from ._validation import require_choice, require_int
 from .algorithms import Algorithm
-from .cache import CheckpointStore, ResultStore, config_key
+from .cache import CheckpointStore, ResultStore, canonical_json, config_key
 from .data import DatasetBundle, load_dataset, synthetic_cifar
 from .models import MODELS, build_model
 from .partition import dirichlet_label_skew, iid_equal, iid_sizes, zipf_sizes
@@ -182,11 +184,21 @@ def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return resolved
 
 
+@functools.lru_cache(maxsize=2)
+def load_bundle(dataset_json: str, data_root: str) -> DatasetBundle:
+    """The dataset a configuration's ``dataset`` section (canonical JSON) names.
+
+    Kept for the next runs of the same process (grids run many configurations on one dataset;
+    loading and normalising MNIST takes seconds). Its tensors are never modified.
+    """
+    spec = json.loads(dataset_json)
+    return DATASETS[spec.pop("name")](data_root, **spec)
+
+
 def build_trainer(config: Mapping[str, Any], data_root: str = "data") -> FederatedTrainer:
     """The :class:`FederatedTrainer` a configuration describes (see :func:`resolve_config`)."""
     c = resolve_config(config)
-    ds = dict(c["dataset"])
-    bundle = DATASETS[ds.pop("name")](data_root, **ds)
+    bundle = load_bundle(canonical_json(c["dataset"]), str(data_root))
     part = dict(c["partition"])
     partition = PARTITIONS[part.pop("name")](bundle, **part)
     data = FederatedData(bundle.train, bundle.test, partition)

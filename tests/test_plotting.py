@@ -18,11 +18,15 @@ def make_figure():
     return fig
 
 
-def test_each_policy_has_a_distinct_style():
-    styles = list(plotting.STYLES.values())
-    assert len({s.color for s in styles}) == len(styles)
-    assert len({s.marker for s in styles}) == len(styles)
-    with pytest.raises(ValueError, match="valid: markov_nonoptimal, markov_optimal"):
+def test_names_that_share_a_figure_have_distinct_styles():
+    members = [name for family in plotting.FAMILIES.values() for name in family]
+    assert sorted(members) == sorted(plotting.STYLES)  # every style in exactly one family
+    for family in plotting.FAMILIES.values():
+        styles = [plotting.style(name) for name in family]
+        assert len({s.color for s in styles}) == len(styles)
+        assert len({s.marker for s in styles}) == len(styles)
+    assert len({s.label for s in plotting.STYLES.values()}) == len(plotting.STYLES)
+    with pytest.raises(ValueError, match="unknown style name .fedprox.; valid: .*markov_optimal"):
         plotting.style("fedprox")
 
 
