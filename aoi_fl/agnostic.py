@@ -22,7 +22,7 @@ trainer it is FedAvg in which only the available clients train, ``local_steps = 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -225,11 +225,6 @@ class WeightedFedAvg(FedAvg):
 
     def config(self) -> dict:
         return {"name": self.name, "p": self.p.tolist(), "aggregation": self.aggregation}
-
-
-def algorithm_specs(p: Any) -> Mapping[str, dict]:
-    """Configuration specs of the two aggregation rules compared in Figs 1-2."""
-    return {"agnostic": {"name": "agnostic"}, "weighted": {"name": "weighted", "p": list(p)}}
 
 
 def least_squares_optimum(bundle: Any, p: Any | None = None) -> tuple[np.ndarray, float]:
