@@ -144,6 +144,7 @@ def bench_model(name: str, epochs: int, extra_epochs: int, peak: float) -> dict[
         ),
         (f"aoi_fl stacked, auto chunk={auto}", epochs, engine("stacked", None)),
         (f"aoi_fl blocked, auto chunk={auto}", epochs, engine("blocked", None)),
+        (f"aoi_fl grouped, chunk={CLIENTS}", epochs, engine("grouped", CLIENTS)),
         (f"aoi_fl stacked, chunk={CLIENTS}", extra_epochs, engine("stacked", CLIENTS)),
         (f"aoi_fl vmap, chunk={CLIENTS}", extra_epochs, engine("vmap", CLIENTS)),
         ("aoi_fl sequential", extra_epochs, engine("sequential", None)),
@@ -182,6 +183,7 @@ def bench_model(name: str, epochs: int, extra_epochs: int, peak: float) -> dict[
         "tensor": rates[methods[1][0]],
         "auto": rates[methods[2][0]],
         "blocked": rates[methods[3][0]],
+        "grouped": rates[methods[4][0]],
         "flops_per_sample": flops_per_step / BATCH,
     }
 
@@ -201,7 +203,7 @@ def main() -> None:
     small = bench_model("small_cnn", epochs, args.extra_epochs, peak)
     big = bench_model("mcmahan_cnn", epochs, args.extra_epochs, peak)
     print("\nTargets (aoi_fl engine vs loop / vs loop with tensor batches):")
-    for engine in ("auto", "blocked"):
+    for engine in ("auto", "blocked", "grouped"):
         ratios = small[engine] / small["loop"], small[engine] / small["tensor"]
         print(
             f"  [{engine}] SmallCNN >= 3x the loop: {ratios[0]:.2f}x / {ratios[1]:.2f}x -> "
