@@ -206,7 +206,38 @@ def kvib_theta(n: int, k: int, rounds: int) -> float:
     return min(1.0, (n / (rounds * k)) ** (1 / 3))
 
 
-class KVib(UnbiasedSampler):
+class _MixedFTRL(UnbiasedSampler):
+    """K-Vib and VRB: scores sqrt(omega_i + gamma) from the importance-weighted cumulative
+    squared feedback omega, mixed with the uniform distribution by theta."""
+
+    def __init__(
+        self,
+        sizes: Any,
+        k: int,
+        rounds: int,
+        seed: int = 0,
+        theta: float | None = None,
+        G: float | None = None,
+    ) -> None:
+        super().__init__(sizes, k, seed, G)
+        self.rounds = require_int("rounds", rounds, minimum=1)
+        self.theta = self._default_theta() if theta is None else _mixing("theta", theta)
+        self._omega = np.zeros(self.n)
+
+    def _default_theta(self) -> float:
+        raise NotImplementedError
+
+    def _scores(self, gamma: float | None) -> np.ndarray:
+        return np.sqrt(self._omega + (gamma or 0.0))
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        return {"omega": self._omega}
+
+    def config(self) -> dict:
+        return {**super().config(), "rounds": self.rounds, "theta": self.theta}
+
+
+class KVib(_MixedFTRL):
     """The K-Vib sampler (Alg. 2) with ISP.
 
     Round t: scores s_i = sqrt(omega_i + gamma) (FTRL, eqs 10-11), p = capped water-filling of s
@@ -231,12 +262,11 @@ class KVib(UnbiasedSampler):
         G: float | None = None,
         gamma_scale: float = 1.0,
     ) -> None:
-        super().__init__(sizes, k, seed, G)
-        self.rounds = require_int("rounds", rounds, minimum=1)
-        default = kvib_theta(self.n, self.k, self.rounds)
-        self.theta = default if theta is None else _mixing("theta", theta)
+        super().__init__(sizes, k, rounds, seed, theta, G)
         self.gamma_scale = require_real("gamma_scale", gamma_scale, minimum=0.0)
-        self._omega = np.zeros(self.n)
+
+    def _default_theta(self) -> float:
+        return kvib_theta(self.n, self.k, self.rounds)
 
     @property
     def gamma(self) -> float | None:
@@ -246,26 +276,17 @@ class KVib(UnbiasedSampler):
         return self.gamma_scale * self.G**2 * self.n / (self.k * self.theta)
 
     def probabilities(self) -> np.ndarray:
-        scores = np.sqrt(self._omega + (self.gamma or 0.0))
-        p = optimal_isp_probabilities(scores, self.k)
+        p = optimal_isp_probabilities(self._scores(self.gamma), self.k)
         return (1 - self.theta) * p + self.theta * self.k / self.n
 
     def _observe(self, ids: np.ndarray, pi: np.ndarray, counts: np.ndarray, p: np.ndarray) -> None:
         self._omega[ids] += pi**2 / p
 
-    def _arrays(self) -> dict[str, np.ndarray]:
-        return {"omega": self._omega}
-
     def config(self) -> dict:
-        return {
-            **super().config(),
-            "rounds": self.rounds,
-            "theta": self.theta,
-            "gamma_scale": self.gamma_scale,
-        }
+        return {**super().config(), "gamma_scale": self.gamma_scale}
 
 
-class VRB(UnbiasedSampler):
+class VRB(_MixedFTRL):
     """Variance Reducer Bandit (Borsos et al. 2018) with K draws with replacement.
 
     q_i = sqrt(omega_i + gamma) / sum_j sqrt(omega_j + gamma) (FTRL on the simplex, no cap),
@@ -278,35 +299,16 @@ class VRB(UnbiasedSampler):
     name = "vrb"
     procedure = "with_replacement"
 
-    def __init__(
-        self,
-        sizes: Any,
-        k: int,
-        rounds: int,
-        seed: int = 0,
-        theta: float | None = None,
-        G: float | None = None,
-    ) -> None:
-        super().__init__(sizes, k, seed, G)
-        self.rounds = require_int("rounds", rounds, minimum=1)
-        default = 0.3 if self.n > self.rounds else min(1.0, (self.n / self.rounds) ** (1 / 3))
-        self.theta = default if theta is None else _mixing("theta", theta)
-        self._omega = np.zeros(self.n)
+    def _default_theta(self) -> float:
+        return 0.3 if self.n > self.rounds else min(1.0, (self.n / self.rounds) ** (1 / 3))
 
     def probabilities(self) -> np.ndarray:
-        gamma = 0.0 if self.G is None else self.G**2 * self.n / self.theta
-        scores = np.sqrt(self._omega + gamma)
+        scores = self._scores(None if self.G is None else self.G**2 * self.n / self.theta)
         q = scores / scores.sum() if scores.sum() > 0 else np.full(self.n, 1 / self.n)
         return self.k * ((1 - self.theta) * q + self.theta / self.n)
 
     def _observe(self, ids: np.ndarray, pi: np.ndarray, counts: np.ndarray, p: np.ndarray) -> None:
         self._omega[ids] += counts * pi**2 / (p / self.k)
-
-    def _arrays(self) -> dict[str, np.ndarray]:
-        return {"omega": self._omega}
-
-    def config(self) -> dict:
-        return {**super().config(), "rounds": self.rounds, "theta": self.theta}
 
 
 class MABS(UnbiasedSampler):
