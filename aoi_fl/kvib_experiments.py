@@ -313,8 +313,9 @@ def summary_table(results: Sequence[Any], target: float | None = None):
     dominates the total), the ratio of the final regret to that of uniform probabilities on
     the same runs' feedback, the mean over rounds of the
     closed-form variance (eq. 2) and of the realised squared error, the final test loss and
-    accuracy and, with ``target``, the first round whose test accuracy reaches it (mean over the
-    seeds that reach it, and how many do).
+    accuracy, the accuracy averaged over the last tenth of the evaluations and, with ``target``,
+    the first round whose test accuracy reaches it (mean and standard deviation over the seeds
+    that reach it, and how many do).
     """
     import pandas as pd
 
@@ -332,12 +333,15 @@ def summary_table(results: Sequence[Any], target: float | None = None):
             )
             row["variance (eq. 2, mean over rounds)"] = stacked(runs, "variance").mean()
             row["realised sq. error (mean)"] = stacked(runs, "squared_error").mean()
+        accuracy = stacked(runs, "test_accuracy")
         row["final test loss"] = stacked(runs, "test_loss")[:, -1].mean()
-        row["final test accuracy"] = stacked(runs, "test_accuracy")[:, -1].mean()
+        row["final test accuracy"] = accuracy[:, -1].mean()
+        row["test accuracy, last 10%"] = accuracy[:, -max(1, accuracy.shape[1] // 10) :].mean()
         if target is not None:
             hits = [rounds_to_target(r["test_accuracy"], target, r["eval_round"]) for r in runs]
             reached = [h for h in hits if h is not None]
             row[f"rounds to {target:.0%}"] = np.mean(reached) if reached else np.nan
+            row[f"rounds to {target:.0%} sd"] = np.std(reached) if reached else np.nan
             row["seeds reaching it"] = len(reached)
         rows.append(row)
     return pd.DataFrame(rows)
