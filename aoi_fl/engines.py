@@ -20,6 +20,11 @@ same result up to float rounding:
   layout from the first layer on, with every ReLU moved after the max-pool that follows it (an
   exact rewrite, on a 4x smaller tensor).
 
+- ``"linear"`` (opt-in, for ``Flatten -> Linear`` models such as softmax or linear regression):
+  the closed-form gradient of the loss, no autograd. Per step this is a few batched matrix
+  products, about 3x faster than ``"blocked"`` when the steps themselves are tiny (the K-Vib
+  synthetic task); ``"auto"`` never picks it, so cached results of such models keep their bits.
+
 ``"auto"`` (the default) takes ``"blocked"`` when the model is a flat ``nn.Sequential`` it
 supports, else ``"stacked"`` when the model's only parametrised layers are
 ``Linear``/``Conv2d``, else ``"vmap"``. Clients have different data sizes, hence different
@@ -62,7 +67,7 @@ from .seeding import generator
 Params = dict[str, torch.Tensor]
 #: ``step(params, grads, lr, state)``: move the (client-stacked) ``params`` in place
 StepFn = Callable[[Params, Params, float, dict[str, torch.Tensor]], None]
-ENGINES = ("auto", "sequential", "stacked", "vmap", "blocked", "grouped")
+ENGINES = ("auto", "sequential", "stacked", "vmap", "blocked", "grouped", "linear")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -412,6 +417,60 @@ def _grouped_gradients(sections: tuple[Layers, Layers], loss: LossFn) -> Gradien
     return gradients
 
 
+def _single_linear(model: nn.Module) -> str | None:
+    """The name of the Linear layer of a ``[Flatten ->] Linear [-> Flatten(0)]`` model, or None.
+
+    The trailing ``Flatten(start_dim=0)`` (one output, as in ``LinearRegression``) is allowed.
+    """
+    if not isinstance(model, nn.Sequential) or type(model).forward is not nn.Sequential.forward:
+        return None
+    layers = [(n, m) for n, m in model.named_children() if not isinstance(m, _DROPOUT)]
+    if layers and type(layers[0][1]) is nn.Flatten:
+        if (layers[0][1].start_dim, layers[0][1].end_dim) != (1, -1):
+            return None
+        layers = layers[1:]
+    if not layers or type(layers[0][1]) is not nn.Linear:
+        return None
+    name, linear = layers[0]
+    rest = layers[1:]
+    if rest and not (
+        len(rest) == 1
+        and type(rest[0][1]) is nn.Flatten
+        and rest[0][1].start_dim == 0
+        and linear.out_features == 1
+    ):
+        return None
+    return name
+
+
+def _linear_gradients(name: str, loss: str) -> GradientFn:
+    """Closed-form gradients of the masked mean loss of a single linear layer, per client.
+
+    With outputs o = x W^T + b: cross-entropy gives dL/do = softmax(o) - onehot(y), the mean
+    squared error 2 (o - y) / outputs; both times mask / (real samples), then dW = (dL/do)^T x
+    and db = sum over the batch of dL/do.
+    """
+    weight, bias = f"{name}.weight", f"{name}.bias"
+
+    def gradients(params: Params, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor) -> Params:
+        x = x.reshape(x.shape[0], x.shape[1], -1)
+        w = params[weight].transpose(1, 2)
+        b = params.get(bias)
+        out = torch.bmm(x, w) if b is None else torch.baddbmm(b[:, None], x, w)
+        if loss == "cross_entropy":
+            d_out = torch.softmax(out, dim=2)
+            d_out.scatter_add_(2, y[..., None], torch.full_like(d_out[..., :1], -1.0))
+        else:
+            d_out = (out - y.to(out.dtype).view_as(out)).mul_(2.0 / out.shape[2])
+        d_out.mul_((mask / mask.sum(dim=1, keepdim=True))[..., None])
+        grads = {weight: torch.bmm(d_out.transpose(1, 2), x)}
+        if b is not None:
+            grads[bias] = d_out.sum(dim=1)
+        return grads
+
+    return gradients
+
+
 def sgd_step(params: Params, grads: Params, lr: float, state: dict[str, torch.Tensor]) -> None:
     """Plain SGD on client-stacked parameters: theta <- theta - lr * g."""
     for k, p in params.items():
@@ -550,7 +609,15 @@ class LocalTraining:
         if engine == "auto":
             engine = "blocked" if sections else "stacked" if stacked else "vmap"
         self.engine = engine
-        if engine in ("blocked", "grouped"):
+        if engine == "linear":
+            name = _single_linear(model)
+            if name is None:
+                raise ValueError(
+                    "engine 'linear' supports nn.Sequential models Flatten -> Linear (optionally "
+                    "-> Flatten(start_dim=0) for one output); use engine 'auto' for this model"
+                )
+            self._gradients = _linear_gradients(name, loss)
+        elif engine in ("blocked", "grouped"):
             if sections is None:
                 raise ValueError(
                     f"engine {engine!r} supports flat nn.Sequential models of zero-padded "

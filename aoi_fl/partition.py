@@ -3,7 +3,8 @@
 A partition is a list with one entry per client: a sorted int64 array of the sample indices
 that client holds. All functions are pure functions of (labels or sizes, parameters, seed): the
 randomness comes from ``seeding.generator(seed, "partition")`` (index assignment) or
-``seeding.generator(seed, "dataset_sizes")`` (Zipf sizes), never from a global RNG.
+``seeding.generator(seed, "dataset_sizes")`` (Zipf and lognormal sizes), never from a global
+RNG.
 """
 
 from __future__ import annotations
@@ -97,6 +98,78 @@ def zipf_sizes(
     if total is None:
         return np.maximum(z, min_size)
     return min_size + _apportion(total - n_clients * min_size, z.astype(float))
+
+
+def lognormal_sizes(
+    n_clients: int, sigma: float, seed: int, total: int | None = None, min_size: int = 1
+) -> np.ndarray:
+    """Client dataset sizes from a lognormal law (the "power law" sizes of the K-Vib paper).
+
+    Draws ``z_i ~ LogNormal(0, sigma)`` from ``generator(seed, "dataset_sizes")``. Without
+    ``total`` the sizes are floor(z_i), floored at ``min_size``; with ``total`` each client gets
+    ``min_size`` plus a largest-remainder share of ``total - n_clients * min_size``
+    proportional to ``z_i`` (the sizes then sum to ``total``; the location of the lognormal
+    does not matter).
+    """
+    n_clients = require_int("n_clients", n_clients, minimum=1)
+    sigma = require_real("sigma", sigma, minimum=0.0)
+    min_size = require_int("min_size", min_size, minimum=1)
+    if total is not None:
+        total = require_int("total", total, minimum=n_clients * min_size)
+    z = generator(seed, "dataset_sizes").lognormal(0.0, sigma, size=n_clients)
+    if total is None:
+        return np.maximum(np.floor(z).astype(np.int64), min_size)
+    return min_size + _apportion(total - n_clients * min_size, z)
+
+
+def dirichlet_class_mix(
+    labels: Sequence[int] | np.ndarray,
+    sizes: Sequence[int] | np.ndarray,
+    alpha: float,
+    seed: int,
+) -> Partition:
+    """Label-skewed partition with given sizes, algorithm (B) "per client, over classes".
+
+    Client i (in index order) draws a class prior ``Dir_C(alpha)`` and fills its ``sizes[i]``
+    samples with class counts ``Multinomial(sizes[i], prior)``, taken without replacement from
+    each class's shuffled pool. When a class runs out, the prior is renormalised over the
+    classes that remain (uniform over them if the prior puts no mass there) and the shortfall is
+    drawn again; each draw takes at least one sample, so this ends. Late clients may thus get a
+    less skewed mix when ``sum(sizes)`` is close to the number of samples.
+    """
+    labels = _require_labels(labels)
+    sizes = np.asarray(sizes)
+    if sizes.ndim != 1 or sizes.size == 0 or not np.issubdtype(sizes.dtype, np.integer):
+        raise ValueError(f"sizes must be a non-empty 1-d integer array, got {sizes!r}")
+    if sizes.min() < 1:
+        raise ValueError(f"every entry of sizes must be >= 1, got minimum {sizes.min()}")
+    if sizes.sum() > labels.size:
+        raise ValueError(
+            f"sum(sizes) = {sizes.sum()} exceeds the {labels.size} samples; the parts must be "
+            "disjoint"
+        )
+    alpha = require_real("alpha", alpha, minimum=0.0, strict_minimum=True)
+    rng = generator(seed, "partition")
+    classes = np.unique(labels)
+    pools = [rng.permutation(np.flatnonzero(labels == c)) for c in classes]
+    left = np.array([pool.size for pool in pools])
+    parts = []
+    for size in sizes:
+        prior = rng.dirichlet(np.full(classes.size, alpha))
+        counts = np.zeros(classes.size, dtype=np.int64)
+        need = int(size)
+        while need:
+            open_ = left - counts > 0
+            weights = np.where(open_, prior, 0.0)
+            weights = weights if weights.sum() > 0 else open_.astype(float)
+            got = np.minimum(rng.multinomial(need, weights / weights.sum()), left - counts)
+            counts += got
+            need -= int(got.sum())
+        used = [pool.size - remaining for pool, remaining in zip(pools, left, strict=True)]
+        taken = [pool[u : u + c] for pool, u, c in zip(pools, used, counts, strict=True)]
+        left -= counts
+        parts.append(np.sort(np.concatenate(taken)).astype(np.int64))
+    return parts
 
 
 def dirichlet_label_skew(

@@ -47,12 +47,29 @@ STYLES: dict[str, Style] = {
     "weighted_updates": Style("weighted FedAvg, eq. 10 on the updates", _PALETTE[2], "s"),
     "weighted": Style("weighted FedAvg, eq. 10 as printed (parameters)", _PALETTE[8], "x"),
     "aoi": Style("the policy's own weights (AoI eq. 15)", _PALETTE[4], "^"),
+    # the unbiased samplers of the K-Vib paper (aoi_fl.unbiased_samplers)
+    "uniform": Style("uniform (unbiased)", _PALETTE[7], "X"),
+    "uniform_normalised": Style("uniform (self-normalised, biased)", _PALETTE[9], "v"),
+    "uniform_isp": Style("uniform ISP", _PALETTE[5], "P"),
+    "mabs": Style("MABS", _PALETTE[4], "<"),
+    "vrb": Style("VRB", _PALETTE[6], ">"),
+    "kvib": Style("K-Vib", "#b30000", "p"),
+    "optimal": Style("optimal (full information)", "#222222", "*"),
 }
 
 #: names that share a figure: within a family every colour and every marker differs (tested)
 FAMILIES: dict[str, tuple[str, ...]] = {
     "AoI policies": ("random", "probabilistic", "markov_optimal", "markov_nonoptimal"),
     "agnostic-FedAvg aggregation rules": ("agnostic", "weighted_updates", "weighted", "aoi"),
+    "K-Vib samplers": (
+        "uniform",
+        "uniform_normalised",
+        "uniform_isp",
+        "mabs",
+        "vrb",
+        "kvib",
+        "optimal",
+    ),
 }
 
 PAPER_STYLE = {"color": "0.35", "linestyle": ":", "linewidth": 1.2}
@@ -106,6 +123,17 @@ def save_figure(
     fig.savefig(paths[0], bbox_inches="tight", metadata={"CreationDate": None, "ModDate": None})
     fig.savefig(paths[1], bbox_inches="tight", metadata={"Software": None})
     return paths
+
+
+def plot_band(
+    ax: plt.Axes, x: np.ndarray, values: np.ndarray, color: str, label: str, **line: object
+) -> plt.Axes:
+    """The mean over seeds of ``values`` (seeds, len(x)) against ``x``, band from min to max."""
+    values = np.atleast_2d(values)
+    ax.plot(x, values.mean(axis=0), color=color, label=label, lw=1.4, **line)
+    if values.shape[0] > 1:
+        ax.fill_between(x, values.min(axis=0), values.max(axis=0), color=color, alpha=0.15, lw=0)
+    return ax
 
 
 def plot_accuracy(

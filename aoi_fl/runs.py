@@ -28,7 +28,14 @@ from .algorithms import Algorithm
 from .cache import CheckpointStore, ResultStore, canonical_json, config_key
 from .data import DatasetBundle, load_dataset, synthetic_cifar
 from .models import MODELS, build_model
-from .partition import dirichlet_label_skew, iid_equal, iid_sizes, zipf_sizes
+from .partition import (
+    dirichlet_class_mix,
+    dirichlet_label_skew,
+    iid_equal,
+    iid_sizes,
+    lognormal_sizes,
+    zipf_sizes,
+)
 from .samplers import POLICIES, make_sampler
 from .selection import Sampler
 from .train import (
@@ -38,6 +45,7 @@ from .train import (
     TrainSettings,
     rounds_to_target,
 )
+from .unbiased_samplers import UNBIASED_SAMPLERS
 
 
 def _iid(bundle: DatasetBundle, n_clients: int, seed: int) -> list[np.ndarray]:
@@ -60,6 +68,22 @@ def _zipf(
     return iid_sizes(total, sizes, seed)
 
 
+def _lognormal_dirichlet(
+    bundle: DatasetBundle,
+    n_clients: int,
+    seed: int,
+    sigma: float,
+    alpha: float,
+    total: int | None = None,
+    min_size: int = 1,
+) -> list[np.ndarray]:
+    """Lognormal(sigma) client sizes summing to ``total`` (default: the whole training set),
+    each client's classes from its own Dirichlet(alpha) prior (algorithm (B))."""
+    total = len(bundle.train) if total is None else total
+    sizes = lognormal_sizes(n_clients, sigma, seed, total=total, min_size=min_size)
+    return dirichlet_class_mix(bundle.train.y.numpy(), sizes, alpha, seed)
+
+
 def _natural(bundle: DatasetBundle, n_clients: int) -> list[np.ndarray]:
     """The clients a natively federated dataset was generated with."""
     if bundle.partition is None:
@@ -80,6 +104,7 @@ PARTITIONS: dict[str, Callable[..., list[np.ndarray]]] = {
     "dirichlet": _dirichlet,
     "zipf": _zipf,
     "natural": _natural,
+    "lognormal_dirichlet": _lognormal_dirichlet,
 }
 
 #: dataset name -> function(root, **options) -> DatasetBundle
@@ -89,6 +114,7 @@ DATASETS: dict[str, Callable[..., DatasetBundle]] = {
     "cifar100": lambda root, **kw: load_dataset("cifar100", root, **kw),
     "synthetic_cifar": lambda root, **kw: synthetic_cifar(**kw),
     "linear_regression": lambda root, **kw: synthetic.linear_regression(**kw),
+    "fedprox_synthetic": lambda root, **kw: synthetic.fedprox_synthetic(**kw),
 }
 
 _SECTIONS = ("dataset", "partition", "model", "sampler", "training")
@@ -107,6 +133,10 @@ TRAINING_DEFAULTS: dict[str, Any] = {
     "lr": {"name": "exponential", "lr0": 0.1, "decay": 0.998},
     "algorithm": {"name": "fedavg"},
 }
+#: training options added after results were first cached: a resolved configuration (hence
+#: its cache key) holds them only when they differ from these defaults, so that adding one
+#: never invalidates a cached result
+OPTIONAL_TRAINING: dict[str, Any] = {"full_information": False, "record_clients": True}
 
 
 def _named(section: str, spec: Any, registry: Mapping[str, Callable[..., Any]]) -> Any:
@@ -132,10 +162,15 @@ def _aoi_policy(policy: str) -> Callable[..., Sampler]:
     return lambda n, sizes, **options: make_sampler(policy, n=n, sizes=sizes, **options)
 
 
+def _unbiased(cls: Callable[..., Sampler]) -> Callable[..., Sampler]:
+    return lambda n, sizes, **options: cls(sizes, **options)
+
+
 #: sampler name -> function(n, sizes, **options) -> Sampler (``sizes``: the clients' data sizes)
 SAMPLERS: dict[str, Callable[..., Sampler]] = {
     **{p: _aoi_policy(p) for p in POLICIES},
     "exp_prior": agnostic.prior_sampler,
+    **{name: _unbiased(cls) for name, cls in UNBIASED_SAMPLERS.items()},
 }
 
 #: algorithm name -> constructor(**options) (see :mod:`aoi_fl.algorithms`)
@@ -166,10 +201,14 @@ def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
             f"unknown: {sorted(unknown)}, missing: {sorted(missing)}"
         )
     training = dict(config.get("training", {}))
-    if extra := set(training) - set(TRAINING_DEFAULTS):
+    if extra := set(training) - set(TRAINING_DEFAULTS) - set(OPTIONAL_TRAINING):
         raise ValueError(
-            f"unknown training options {sorted(extra)}; valid: {list(TRAINING_DEFAULTS)}"
+            f"unknown training options {sorted(extra)}; valid: "
+            f"{list(TRAINING_DEFAULTS) + list(OPTIONAL_TRAINING)}"
         )
+    for key, default in OPTIONAL_TRAINING.items():
+        if key in training and type(training[key]) is type(default) and training[key] == default:
+            del training[key]
     resolved = {s: copy.deepcopy(dict(config[s])) for s in _SECTIONS if s != "training"}
     resolved["training"] = {**copy.deepcopy(TRAINING_DEFAULTS), **copy.deepcopy(training)}
     for section, registry in (

@@ -4,6 +4,12 @@ The four policies of the AoI paper (Sec. III-B), and the adaptive samplers of la
 produce one :class:`Selection` per round: the selected client ids and their aggregation weights
 (eq. 15: ``theta = sum_{i in S} w_i theta_i``). Adaptive samplers additionally receive feedback
 after a round through :meth:`Sampler.feedback`.
+
+The unbiased samplers of the K-Vib paper (:mod:`aoi_fl.unbiased_samplers`) also say how they drew
+the clients (``procedure``, one of :data:`PROCEDURES`) and with which probabilities, so that the
+trainer can measure their estimator's cost and variance; a sampler that needs every client's
+update norm before it samples (the full-information optimum) gets them through
+:meth:`Sampler.inform`.
 """
 
 from __future__ import annotations
@@ -13,6 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: how an unbiased sampler draws its clients (K-Vib paper, Sec. 2): "isp" each client by its own
+#: coin with probability p_i; "with_replacement" K i.i.d. draws from q = p / K;
+#: "without_replacement" K distinct clients (uniformly: p_i = K / n)
+PROCEDURES: tuple[str, ...] = ("isp", "with_replacement", "without_replacement")
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -21,10 +32,17 @@ class Selection:
     ``ids`` are distinct client indices in increasing order (int64); ``weights`` are the
     aggregation weights w_i >= 0 of those clients, in the same order (float64). For the paper's
     four policies the weights sum to one; unbiased estimators of later issues may not.
+
+    Unbiased samplers also set ``procedure`` (one of :data:`PROCEDURES`) and ``probabilities``:
+    p_i for all n clients such that w_i = (number of draws of i) * lambda_i / p_i makes
+    sum_{i in S} w_i g_i an unbiased estimate of sum_i lambda_i g_i (inclusion probabilities for
+    "isp" and "without_replacement", K q_i for "with_replacement"). Both are None otherwise.
     """
 
     ids: np.ndarray
     weights: np.ndarray
+    probabilities: np.ndarray | None = None
+    procedure: str | None = None
 
     def __post_init__(self) -> None:
         ids = np.asarray(self.ids, dtype=np.int64)
@@ -35,6 +53,19 @@ class Selection:
             )
         object.__setattr__(self, "ids", ids)
         object.__setattr__(self, "weights", weights)
+        if (self.probabilities is None) != (self.procedure is None):
+            raise ValueError("probabilities and procedure must be given together (or neither)")
+        if self.procedure is not None:
+            if self.procedure not in PROCEDURES:
+                raise ValueError(
+                    f"unknown procedure {self.procedure!r}; valid: {', '.join(PROCEDURES)}"
+                )
+            p = np.asarray(self.probabilities, dtype=np.float64)
+            if p.ndim != 1 or not np.all(np.isfinite(p)) or (p < 0).any():
+                raise ValueError("probabilities must be a 1-d array of finite values >= 0")
+            if ids.size and (ids[-1] >= p.size or (p[ids] <= 0).any()):
+                raise ValueError("every selected client needs a probability > 0")
+            object.__setattr__(self, "probabilities", p)
 
     def __len__(self) -> int:
         return int(self.ids.size)
@@ -63,6 +94,13 @@ class Sampler(ABC):
 
     def feedback(self, ids: np.ndarray, values: np.ndarray) -> None:  # noqa: B027
         """Receive per-client feedback after a round (e.g. update norms); ignored by default."""
+
+    def inform(self, values: np.ndarray) -> None:  # noqa: B027
+        """Receive every client's feedback of the coming round before :meth:`sample`.
+
+        Only full-information samplers use it (the trainer calls it in its
+        ``full_information`` mode); ignored by default.
+        """
 
     def config(self) -> dict:
         """The parameters that define this sampler (for cache keys and reports)."""

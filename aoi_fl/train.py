@@ -15,6 +15,15 @@ One round t (0-based) of :class:`FederatedTrainer`:
 Every ``eval_every`` rounds the global model is evaluated on the test set and, optionally, every
 client's own training loss F_k is recorded (for the selection skew rho of the AoI paper, the
 objectives of problem (3) of the agnostic-FedAvg paper, the FedSUM training loss).
+
+In the ``full_information`` mode (the K-Vib paper's metrics) *every* client trains from the
+round's model before the sampler draws; the sampler may see all update norms
+(:meth:`Sampler.inform`, used only by the full-information optimum), only the selected clients'
+updates are aggregated, and each round records the sampler's cost l_t(p), the optimum
+min_p l_t(p), the cost of uniform probabilities and the estimator's realised and expected
+squared error
+(:func:`aoi_fl.unbiased.round_record`). The selected clients' updates are the same as without
+the mode (mini-batches depend only on (seed, round, client)), so it changes no trajectory.
 """
 
 from __future__ import annotations
@@ -42,7 +51,8 @@ from .engines import (
     local_step_batches,
 )
 from .seeding import generator
-from .selection import Sampler
+from .selection import Sampler, Selection
+from .unbiased import round_record
 
 # ---------------------------------------------------------------------------------------------
 # Learning-rate schedules: callables round -> lr with a config() for cache keys
@@ -218,8 +228,17 @@ class TrainSettings:
     #: at each evaluation also record every client's training loss F_k of the global model on
     #: (up to) this many of its samples (0: off); needed for the selection skew rho (eq. 24)
     client_loss_samples: int = 0
+    #: train every client every round and record the K-Vib metrics (module docstring); needs a
+    #: sampler whose selections carry probabilities (:mod:`aoi_fl.unbiased_samplers`)
+    full_information: bool = False
+    #: record each round's selected ids, weights and update norms (off: scalar records only,
+    #: which keeps long grids of cached results small)
+    record_clients: bool = True
 
     def __post_init__(self) -> None:
+        for name in ("full_information", "record_clients"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
         require_int("rounds", self.rounds, minimum=0)
         require_int("client_loss_samples", self.client_loss_samples, minimum=0)
         require_int("local_epochs", self.local_epochs, minimum=1)
@@ -244,6 +263,34 @@ HISTORY_KEYS = (
     "test_accuracy",
     "client_losses",
 )
+#: per-round records added in the ``full_information`` mode (:func:`unbiased.round_record`)
+FULL_INFORMATION_KEYS = (
+    "sample_size",
+    "cost",
+    "optimal_cost",
+    "uniform_cost",
+    "squared_error",
+    "expected_squared_error",
+)
+
+
+def _subset(everyone: ClientUpdates, selection: Selection) -> ClientUpdates:
+    """The selected clients' part of every client's updates (``everyone.ids`` = 0..n-1)."""
+    rows = torch.from_numpy(selection.ids)
+
+    def take(tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {k: v.index_select(0, rows) for k, v in tensors.items()}
+
+    return ClientUpdates(
+        everyone.t,
+        everyone.lr,
+        selection.ids,
+        selection.weights,
+        take(everyone.start),
+        take(everyone.params),
+        take(everyone.state),
+        everyone.steps[selection.ids],
+    )
 
 
 @dataclass
@@ -254,7 +301,9 @@ class FederatedTrainer:
     ``update_norms`` (||theta_i - theta||_2, also the sampler's feedback by default); per
     evaluation ``eval_round`` (0 = the initial model), ``test_loss`` and ``test_accuracy`` of
     the global model and, with ``client_loss_samples``, ``client_losses`` (F_k of the global
-    model for every client k), every ``eval_every`` rounds and after the last round.
+    model for every client k), every ``eval_every`` rounds and after the last round. The
+    ``full_information`` mode adds the per-round :data:`FULL_INFORMATION_KEYS`; without
+    ``record_clients`` the per-client lists stay empty.
     """
 
     model: nn.Module
@@ -277,7 +326,10 @@ class FederatedTrainer:
         self.params: Params = {k: v.detach().clone() for k, v in self.model.named_parameters()}
         self.algorithm.setup(len(self.data.partition), self.params)
         self.round = 0
-        self.history: dict[str, list] = {key: [] for key in HISTORY_KEYS}
+        self.history: dict[str, list] = {key: [] for key in self._history_keys()}
+
+    def _history_keys(self) -> tuple[str, ...]:
+        return HISTORY_KEYS + (FULL_INFORMATION_KEYS if self.settings.full_information else ())
 
     def _schedule(self, t: int, client: int) -> np.ndarray:
         s = self.settings
@@ -351,36 +403,46 @@ class FederatedTrainer:
         if not self.history["eval_round"]:
             self._record_evaluation()
 
+    def _train(self, t: int, lr: float, ids: np.ndarray, weights: np.ndarray) -> ClientUpdates:
+        """Round t's local training of clients ``ids`` (aggregation weights ``weights``)."""
+        schedules = [self._schedule(t, int(i)) for i in ids]
+        start, state = self.algorithm.client_start(t, ids, self.params, lr)
+        client_params = self.local(
+            start, self.data.train, schedules, lr, self.algorithm.local_step, state
+        )
+        steps = np.array([len(s) for s in schedules], dtype=np.int64)
+        return ClientUpdates(t, lr, ids, weights, start, client_params, state, steps)
+
     def run_round(self) -> None:
         """One round: select, train locally, aggregate, feed back (and evaluate if due)."""
         self._evaluate_initial_model()
         t = self.round
-        selection = self.sampler.sample()
         lr = float(self.lr_schedule(t))
-        schedules = [self._schedule(t, int(i)) for i in selection.ids]
-        start, state = self.algorithm.client_start(t, selection.ids, self.params, lr)
-        client_params = self.local(
-            start, self.data.train, schedules, lr, self.algorithm.local_step, state
-        )
-        updates = ClientUpdates(
-            t,
-            lr,
-            selection.ids,
-            selection.weights,
-            start,
-            client_params,
-            state,
-            np.array([len(s) for s in schedules], dtype=np.int64),
-        )
-        norms = np.asarray(self.feedback(self.params, updates), dtype=np.float64)
+        h = self.history
+        if self.settings.full_information:
+            n = len(self.data.partition)
+            everyone = self._train(t, lr, np.arange(n), np.zeros(n))
+            all_norms = np.asarray(self.feedback(self.params, everyone), dtype=np.float64)
+            self.sampler.inform(all_norms)
+            selection = self.sampler.sample()
+            updates, norms = _subset(everyone, selection), all_norms[selection.ids]
+            deltas = torch.cat([v.flatten(1) for v in everyone.deltas().values()], dim=1)
+            sizes = self.data.sizes.astype(np.float64)
+            record = round_record(selection, deltas.double().numpy(), sizes / sizes.sum())
+            for key in FULL_INFORMATION_KEYS:
+                h[key].append(record[key])
+        else:
+            selection = self.sampler.sample()
+            updates = self._train(t, lr, selection.ids, selection.weights)
+            norms = np.asarray(self.feedback(self.params, updates), dtype=np.float64)
         self.params = self.algorithm.aggregate(self.params, updates)
         self.sampler.feedback(selection.ids, norms)
         self.round = t + 1
-        h = self.history
         h["lr"].append(lr)
-        h["selected"].append(selection.ids.tolist())
-        h["weights"].append(selection.weights.tolist())
-        h["update_norms"].append(norms.tolist())
+        if self.settings.record_clients:
+            h["selected"].append(selection.ids.tolist())
+            h["weights"].append(selection.weights.tolist())
+            h["update_norms"].append(norms.tolist())
         if self.round % self.settings.eval_every == 0 or self.round == self.settings.rounds:
             self._record_evaluation()
 
@@ -426,7 +488,7 @@ class FederatedTrainer:
             groups["params"][k].shape != v.shape for k, v in self.params.items()
         ):
             raise ValueError("checkpoint parameters do not match the model")
-        if set(state.get("history", {})) != set(HISTORY_KEYS):
+        if set(state.get("history", {})) != set(self._history_keys()):
             raise ValueError("checkpoint history does not have the expected records")
         self.algorithm.load_state_dict(groups["algorithm"])
         self.sampler.load_state_dict(state["sampler"])
