@@ -338,6 +338,16 @@ def _channels_last(x: torch.Tensor) -> torch.Tensor:
     return x.contiguous(memory_format=torch.channels_last)
 
 
+def _run_stacked(layers: Layers, leaves: Params, h: torch.Tensor) -> torch.Tensor:
+    """The dense section on client-grouped rows: Linear layers as batched matmuls per client."""
+    for name, m in layers:
+        if isinstance(m, nn.Linear):
+            h = _stacked_linear(h, leaves[f"{name}.weight"], leaves.get(f"{name}.bias"))
+        else:
+            h = m(h)
+    return h
+
+
 def _blocked_gradients(sections: tuple[Layers, Layers], loss: LossFn) -> GradientFn:
     """Convolutions client by client (their activations stay in cache), the rest stacked."""
     per_client, stacked = sections
@@ -361,12 +371,7 @@ def _blocked_gradients(sections: tuple[Layers, Layers], loss: LossFn) -> Gradien
                     h = m(h)
             outs.append(h)
         h = torch.cat(outs)
-        for name, m in stacked:
-            if isinstance(m, nn.Linear):
-                h = _stacked_linear(h, leaves[f"{name}.weight"], leaves.get(f"{name}.bias"))
-            else:
-                h = m(h)
-        return _client_gradients(leaves, h, y, mask, loss)
+        return _client_gradients(leaves, _run_stacked(stacked, leaves, h), y, mask, loss)
 
     return gradients
 
@@ -407,12 +412,7 @@ def _grouped_gradients(sections: tuple[Layers, Layers], loss: LossFn) -> Gradien
         _, channels, height, width = h.shape
         h = h.view(batch, clients, channels // clients, height, width).transpose(0, 1)
         h = h.reshape(clients * batch, -1)
-        for name, m in stacked:
-            if isinstance(m, nn.Linear):
-                h = _stacked_linear(h, leaves[f"{name}.weight"], leaves.get(f"{name}.bias"))
-            else:
-                h = m(h)
-        return _client_gradients(leaves, h, y, mask, loss)
+        return _client_gradients(leaves, _run_stacked(stacked, leaves, h), y, mask, loss)
 
     return gradients
 
