@@ -67,7 +67,7 @@ from .seeding import generator
 Params = dict[str, torch.Tensor]
 #: ``step(params, grads, lr, state)``: move the (client-stacked) ``params`` in place
 StepFn = Callable[[Params, Params, float, dict[str, torch.Tensor]], None]
-ENGINES = ("auto", "sequential", "stacked", "vmap", "blocked", "grouped", "linear")
+ENGINES = ("auto", "sequential", "stacked", "vmap", "blocked", "linear")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,47 +376,6 @@ def _blocked_gradients(sections: tuple[Layers, Layers], loss: LossFn) -> Gradien
     return gradients
 
 
-def _grouped_gradients(sections: tuple[Layers, Layers], loss: LossFn) -> GradientFn:
-    """Clients folded into the channel axis: one grouped convolution per layer for the chunk.
-
-    The convolutional section sees a (batch, clients x channels, H, W) channels-last tensor, and
-    client c's convolution is group c of a convolution with ``groups = clients x groups``; the
-    per-channel layers (ReLU, max-pool) run on all clients at once. The features are then
-    regrouped client by client for the stacked section. Needs a convolutional section.
-    """
-    per_client, stacked = sections
-    if stacked and isinstance(stacked[0][1], nn.Flatten):
-        stacked = stacked[1:]  # the regrouping below flattens
-
-    def gradients(params: Params, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor) -> Params:
-        clients, batch = mask.shape
-        leaves = {k: v.detach().requires_grad_() for k, v in params.items()}
-        h = x.transpose(0, 1).reshape(batch, clients * x.shape[2], *x.shape[3:])
-        h = h.contiguous(memory_format=torch.channels_last)
-        for name, m in per_client:
-            if isinstance(m, nn.Conv2d):
-                w = leaves[f"{name}.weight"]
-                bias = leaves[f"{name}.bias"].reshape(-1) if m.bias is not None else None
-                h = F.conv2d(
-                    h,
-                    w.reshape(-1, *w.shape[2:]),
-                    bias,
-                    m.stride,
-                    m.padding,
-                    m.dilation,
-                    m.groups * clients,
-                )
-                h = h.contiguous(memory_format=torch.channels_last)
-            else:
-                h = m(h)
-        _, channels, height, width = h.shape
-        h = h.view(batch, clients, channels // clients, height, width).transpose(0, 1)
-        h = h.reshape(clients * batch, -1)
-        return _client_gradients(leaves, _run_stacked(stacked, leaves, h), y, mask, loss)
-
-    return gradients
-
-
 def _single_linear(model: nn.Module) -> str | None:
     """The name of the Linear layer of a ``[Flatten ->] Linear [-> Flatten(0)]`` model, or None.
 
@@ -599,7 +558,7 @@ class LocalTraining:
         engine = require_choice("engine", engine, ENGINES)
         self.chunk = None if chunk is None else require_int("chunk", chunk, minimum=1)
         self._activation_bytes: dict[tuple[int, ...], int] = {}  # per sample, by input shape
-        sections = _blocked_layers(model) if engine in ("auto", "blocked", "grouped") else None
+        sections = _blocked_layers(model) if engine in ("auto", "blocked") else None
         stacked = _client_stacked(model) if engine in ("auto", "stacked") else None
         if engine == "stacked" and stacked is None:
             raise ValueError(
@@ -617,17 +576,14 @@ class LocalTraining:
                     "-> Flatten(start_dim=0) for one output); use engine 'auto' for this model"
                 )
             self._gradients = _linear_gradients(name, loss)
-        elif engine in ("blocked", "grouped"):
+        elif engine == "blocked":
             if sections is None:
                 raise ValueError(
-                    f"engine {engine!r} supports flat nn.Sequential models of zero-padded "
+                    "engine 'blocked' supports flat nn.Sequential models of zero-padded "
                     "nn.Conv2d layers followed by nn.Linear layers (and layers without "
                     "parameters); use engine 'stacked' or 'vmap' for this model"
                 )
-            convolutional = any(isinstance(m, nn.Conv2d) for _, m in sections[0])
-            grouped = engine == "grouped" and convolutional  # else nothing to group
-            build = _grouped_gradients if grouped else _blocked_gradients
-            self._gradients = build(sections, self.loss)
+            self._gradients = _blocked_gradients(sections, self.loss)
         elif engine == "stacked":
             self._gradients = _stacked_gradients(stacked, self.loss)
         elif engine == "vmap":

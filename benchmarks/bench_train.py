@@ -9,9 +9,10 @@ of mini-batch SGD with batch 50 (900 client steps, 45,000 samples). Compared, in
   ``torch.optim.SGD`` and ``zero_grad(); loss.backward(); step()`` per mini-batch;
 - ``loop, tensor batches``: the same loop fed with tensor-indexed batches (aoi_fl's own
   mini-batches, no per-sample collation): the fastest such loop, a second, stricter reference;
-- aoi_fl's engines (``aoi_fl.train.LocalTraining``): ``stacked`` with the automatic chunk
-  (the default, ``"auto"``), the opt-in ``blocked`` engine, ``stacked`` with all 15 clients in
-  one chunk, ``vmap`` (torch.func) with all 15 clients, and ``sequential`` (the reference path).
+- aoi_fl's engines (``aoi_fl.engines.LocalTraining``): ``"auto"`` (which picks ``blocked`` for
+  these flat CNNs) with the automatic chunk, ``stacked`` with the automatic chunk, ``stacked``
+  with all 15 clients in one chunk, ``vmap`` (torch.func) with all 15 clients, and
+  ``sequential`` (the reference path).
 
 Reported: samples/s, the ratio to ``loop`` and to ``loop, tensor batches``, and achieved
 FLOP/s (forward + backward FLOPs of the round counted by ``torch.utils.flop_counter``) as a
@@ -19,14 +20,19 @@ fraction of a 4096^3 float32 matmul's FLOP/s measured in the same run. The first
 each model run the full round; the others run ``--extra-epochs`` epochs (rates are per sample,
 so they compare directly). Every method first runs one client's epoch as a warm-up.
 
-Tried for issue 3 and not kept (2-core Xeon, SmallCNN, 15 clients): ``torch.compile``
+Tried for issue 3 and not kept (2-core machines, SmallCNN, 15 clients): ``torch.compile``
 (inductor) of the stacked engine's forward and loss (compile 29 s, then about half the
 stacked engine's speed); im2col + batched-matmul convolutions over the client axis (0.5-0.8x
-the stacked engine); an im2col matmul for the first convolution only (slower inside the round
-than oneDNN with channels-last strides). Kept, in the opt-in ``blocked`` engine: the
-convolutions client by client, channels-last strides for the one-channel input, ReLU after
-max-pool. In its SmallCNN round about half the time is oneDNN convolutions and most of the
-rest max-pooling, ReLU and layout copies: 3x the loop would need the latter nearly free.
+the stacked engine; the (39200 x 9) @ (9 x 10) product of the first layer alone takes 1.2 ms);
+an im2col matmul for the first convolution only; one grouped convolution per layer with the
+clients folded into the channels (0.94x the blocked engine with 2 threads, 0.8x with 1);
+a custom 2x2 max-pool from strided maxima (slower than ATen's channels-last kernel); two
+clients' streams at once, in two Python threads (GIL-bound, slower) or in two single-threaded
+processes (1.70 s for a 2-epoch round against 1.27 s for one two-threaded process: the two
+vCPUs give 1.2-1.6x together, not 2x). Kept, in the ``blocked`` engine: the convolutions client
+by client, channels-last strides for the one-channel input, ReLU after max-pool. In its
+SmallCNN round about half the time is oneDNN convolutions and most of the rest max-pooling,
+ReLU and layout copies: 3x the loop would need the latter nearly free.
 
 Run: ``.venv/bin/python benchmarks/bench_train.py [--threads 2] [--quick]`` (~2 min on an
 idle 2-core machine). Timings on a shared machine are noisy (+-20% between runs of the same
@@ -135,6 +141,7 @@ def bench_model(name: str, epochs: int, extra_epochs: int, peak: float) -> dict[
         return lambda e, c=CLIENTS: local(stack(global_params, c), split, schedules(e, c), LR)
 
     auto = LocalTraining(model).chunk_size(split, BATCH)
+    default = LocalTraining(model).engine
     methods = [
         ("loop", epochs, lambda e, c=CLIENTS: loop_dataloader(model, split, e, c)),
         (
@@ -142,9 +149,8 @@ def bench_model(name: str, epochs: int, extra_epochs: int, peak: float) -> dict[
             epochs,
             lambda e, c=CLIENTS: loop_tensor_batches(model, split, schedules(e, c)),
         ),
+        (f"aoi_fl auto ({default}), auto chunk={auto}", epochs, engine("auto", None)),
         (f"aoi_fl stacked, auto chunk={auto}", epochs, engine("stacked", None)),
-        (f"aoi_fl blocked, auto chunk={auto}", epochs, engine("blocked", None)),
-        (f"aoi_fl grouped, chunk={CLIENTS}", epochs, engine("grouped", CLIENTS)),
         (f"aoi_fl stacked, chunk={CLIENTS}", extra_epochs, engine("stacked", CLIENTS)),
         (f"aoi_fl vmap, chunk={CLIENTS}", extra_epochs, engine("vmap", CLIENTS)),
         ("aoi_fl sequential", extra_epochs, engine("sequential", None)),
@@ -182,8 +188,7 @@ def bench_model(name: str, epochs: int, extra_epochs: int, peak: float) -> dict[
         "loop": rates["loop"],
         "tensor": rates[methods[1][0]],
         "auto": rates[methods[2][0]],
-        "blocked": rates[methods[3][0]],
-        "grouped": rates[methods[4][0]],
+        "stacked": rates[methods[3][0]],
         "flops_per_sample": flops_per_step / BATCH,
     }
 
@@ -203,7 +208,7 @@ def main() -> None:
     small = bench_model("small_cnn", epochs, args.extra_epochs, peak)
     big = bench_model("mcmahan_cnn", epochs, args.extra_epochs, peak)
     print("\nTargets (aoi_fl engine vs loop / vs loop with tensor batches):")
-    for engine in ("auto", "blocked", "grouped"):
+    for engine in ("auto", "stacked"):
         ratios = small[engine] / small["loop"], small[engine] / small["tensor"]
         print(
             f"  [{engine}] SmallCNN >= 3x the loop: {ratios[0]:.2f}x / {ratios[1]:.2f}x -> "
