@@ -20,13 +20,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import algorithms, synthetic
+from . import algorithms, baselines, fedsum, synthetic
 from ._validation import require_choice, require_int
 from .algorithms import Algorithm
 from .cache import CheckpointStore, ResultStore, config_key
 from .data import DatasetBundle, load_dataset, synthetic_cifar
 from .models import MODELS, build_model
-from .partition import dirichlet_label_skew, iid_equal, iid_sizes, zipf_sizes
+from .partition import (
+    dirichlet_client_prior,
+    dirichlet_label_skew,
+    iid_equal,
+    iid_sizes,
+    zipf_sizes,
+)
+from .patterns import PATTERNS
 from .samplers import POLICIES, make_sampler
 from .selection import Sampler
 from .train import (
@@ -47,6 +54,13 @@ def _dirichlet(
 ) -> list[np.ndarray]:
     labels = bundle.train.y.numpy()
     return dirichlet_label_skew(labels, n_clients, alpha, seed, min_size=min_size)
+
+
+def _dirichlet_prior(
+    bundle: DatasetBundle, n_clients: int, seed: int, alpha: float, min_size: int = 1
+) -> list[np.ndarray]:
+    labels = bundle.train.y.numpy()
+    return dirichlet_client_prior(labels, n_clients, alpha, seed, bundle.num_classes, min_size)
 
 
 def _zipf(
@@ -76,6 +90,7 @@ def _natural(bundle: DatasetBundle, n_clients: int) -> list[np.ndarray]:
 PARTITIONS: dict[str, Callable[..., list[np.ndarray]]] = {
     "iid": _iid,
     "dirichlet": _dirichlet,
+    "dirichlet_prior": _dirichlet_prior,
     "zipf": _zipf,
     "natural": _natural,
 }
@@ -131,10 +146,20 @@ def _aoi_policy(policy: str) -> Callable[..., Sampler]:
 
 
 #: sampler name -> function(n, sizes, **options) -> Sampler (``sizes``: the clients' data sizes)
-SAMPLERS: dict[str, Callable[..., Sampler]] = {p: _aoi_policy(p) for p in POLICIES}
+SAMPLERS: dict[str, Callable[..., Sampler]] = {p: _aoi_policy(p) for p in POLICIES} | PATTERNS
 
 #: algorithm name -> constructor(**options) (see :mod:`aoi_fl.algorithms`)
-ALGORITHMS: dict[str, Callable[..., Algorithm]] = {"fedavg": algorithms.FedAvg}
+ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
+    "fedavg": algorithms.FedAvg,
+    "fedsum_b": fedsum.FedSUMB,
+    "fedsum": fedsum.FedSUM,
+    "fedsum_cr": fedsum.FedSUMCR,
+    "scaffold": baselines.Scaffold,
+    "mifa": baselines.MIFA,
+    "fedvarp": baselines.FedVARP,
+    "fedau": baselines.FedAU,
+    "fedawe": baselines.FedAWE,
+}
 
 
 def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
