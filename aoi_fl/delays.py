@@ -17,10 +17,11 @@ union bound as Lemma F.2, for the AoI paper's age-chain policies, which the pape
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from ._validation import require_int, require_real
 from .markov import check_chain
@@ -94,6 +95,25 @@ def sampler_metrics(sampler: Sampler, rounds: int) -> DelayMetrics:
     """:class:`DelayMetrics` of the next ``rounds`` selections of ``sampler`` (which advances)."""
     rounds = require_int("rounds", rounds, minimum=1)
     return trace_metrics((sampler.sample().ids for _ in range(rounds)), sampler.n)
+
+
+def delay_table(
+    builders: Mapping[str, Callable[[int], Sampler]], rounds: int, seeds: Sequence[int]
+) -> pd.DataFrame:
+    """tau_max, tau_avg (mean, min, max over ``seeds``) and the mean |S_t| of ``rounds`` rounds
+    of every pattern; ``builders[name](seed)`` builds the pattern's sampler."""
+    rows = []
+    for name, build in builders.items():
+        runs = [sampler_metrics(build(seed), rounds) for seed in seeds]
+        row: dict[str, object] = {"pattern": name}
+        for field in ("tau_max", "tau_avg"):
+            values = np.array([getattr(m, field) for m in runs], dtype=float)
+            row.update(
+                {field: values.mean(), f"{field} min": values.min(), f"{field} max": values.max()}
+            )
+        row["mean |S_t|"] = float(np.mean([m.mean_active for m in runs]))
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("pattern")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -187,13 +187,17 @@ class BiasedBernoulli(Bernoulli):
 
 
 class DeterministicCyclic(_SeededSampler):
-    """Case 3 (deterministic cyclic): S_t = {(t s + j) mod n : j = 0..s-1}. No randomness."""
+    """Case 3 (deterministic cyclic): S_t = {(t s + j) mod n : j = 0..s-1}.
+
+    There is no randomness: ``seed`` is accepted so that every pattern is built alike, and
+    changes nothing.
+    """
 
     name = "cyclic"
 
-    def __init__(self, n: int, s: int) -> None:
+    def __init__(self, n: int, s: int, seed: int = 0) -> None:
         n, self.s = _require_s(n, s)
-        super().__init__(n, 0)
+        super().__init__(n, seed)
 
     def sample(self) -> Selection:
         ids = np.sort((self.round * self.s + np.arange(self.s)) % self.n)

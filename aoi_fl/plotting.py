@@ -42,6 +42,41 @@ STYLES: dict[str, Style] = {
     "probabilistic": Style("Policy 2: probabilistic", _PALETTE[1], "s"),
     "markov_optimal": Style("Policy 3: Markov optimal", _PALETTE[2], "^"),
     "markov_nonoptimal": Style("Policy 4: Markov non-optimal", _PALETTE[3], "D"),
+    # FedSUM experiments: methods
+    "fedsum": Style("FedSUM", _PALETTE[3], "o"),
+    "fedsum_cr": Style("FedSUM-CR", _PALETTE[1], "s"),
+    "fedsum_b": Style("FedSUM-B", _PALETTE[9], "P"),
+    "fedavg": Style("FedAvg", _PALETTE[7], "^"),
+    "fedau": Style("FedAU", _PALETTE[4], "v"),
+    "fedawe": Style("FedAWE", _PALETTE[5], "<"),
+    "fedvarp": Style("FedVARP", _PALETTE[6], ">"),
+    "mifa": Style("MIFA", _PALETTE[8], "D"),
+    "scaffold": Style("SCAFFOLD", _PALETTE[0], "X"),
+    # FedSUM experiments: participation patterns
+    "P1": Style("P1 / Case 1: uniform S of N", _PALETTE[0], "o"),
+    "P2": Style("P2 / Case 2: Bernoulli p = S/N", _PALETTE[1], "s"),
+    "P3": Style("P3: sine-modulated Bernoulli", _PALETTE[2], "^"),
+    "cyclic": Style("Case 3: deterministic cyclic", _PALETTE[3], "D"),
+    "reshuffled": Style("Case 4: reshuffled cyclic", _PALETTE[4], "v"),
+    "biased": Style("biased Bernoulli (App. H.8)", _PALETTE[5], "X"),
+}
+
+#: names that share a figure, whose styles must differ from each other (colours repeat across
+#: groups: the 10-colour colour-blind palette is shorter than the list of names)
+STYLE_GROUPS: dict[str, tuple[str, ...]] = {
+    "AoI policies": ("random", "probabilistic", "markov_optimal", "markov_nonoptimal"),
+    "FedSUM methods": (
+        "fedsum",
+        "fedsum_cr",
+        "fedsum_b",
+        "fedavg",
+        "fedau",
+        "fedawe",
+        "fedvarp",
+        "mifa",
+        "scaffold",
+    ),
+    "FedSUM patterns": ("P1", "P2", "P3", "cyclic", "reshuffled", "biased"),
 }
 
 PAPER_STYLE = {"color": "0.35", "linestyle": ":", "linewidth": 1.2}

@@ -19,10 +19,13 @@ def make_figure():
 
 
 def test_each_policy_has_a_distinct_style():
-    styles = list(plotting.STYLES.values())
-    assert len({s.color for s in styles}) == len(styles)
-    assert len({s.marker for s in styles}) == len(styles)
-    with pytest.raises(ValueError, match="valid: markov_nonoptimal, markov_optimal"):
+    grouped = [name for names in plotting.STYLE_GROUPS.values() for name in names]
+    assert sorted(grouped) == sorted(plotting.STYLES)  # every style belongs to one group
+    for names in plotting.STYLE_GROUPS.values():
+        styles = [plotting.STYLES[name] for name in names]
+        assert len({s.color for s in styles}) == len(styles)
+        assert len({s.marker for s in styles}) == len(styles)
+    with pytest.raises(ValueError, match="valid: .*markov_nonoptimal, markov_optimal"):
         plotting.style("fedprox")
 
 
