@@ -91,7 +91,7 @@ _PROFILES: dict[str, dict[str, Any]] = {
         "seeds": {"main": 2, "cases": 1, "p_grid": 1, "family": 1},
         "eval_every": 5,
         "client_loss_samples": 100,
-        "p_grid": (0.05, 0.1, 0.2, 0.5),
+        "p_grid": (0.05, 0.1, 0.2, 0.5, 1.0),
     },
     "smoke": {
         "n_clients": 10,

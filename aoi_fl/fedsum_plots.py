@@ -28,8 +28,8 @@ def plot_curves(
     labels: Mapping[str, str] | None = None,
     colors: Mapping[str, Any] | None = None,
 ) -> plt.Axes:
-    """One line per group (mean over seeds, band from min to max) of ``metric`` against
-    rounds or cumulative communication (``x="units"``, model-size vectors).
+    """One line per group (mean over seeds, band from min to max; a marker per evaluation) of
+    ``metric`` against rounds or cumulative communication (``x="units"``, model-size vectors).
 
     ``groups[name]`` holds a group's :class:`RunSummary` objects; ``name`` picks the style
     (:data:`aoi_fl.plotting.STYLES`) unless ``colors`` gives its colour (then ``labels`` its
@@ -41,11 +41,15 @@ def plot_curves(
         rounds, values = curve(runs, metric)
         xs = rounds if x == "rounds" else np.mean([r.units() for r in runs], axis=0)
         if colors is not None and name in colors:
-            kw = {"color": colors[name], "label": (labels or {}).get(name, name)}
+            kw = {"color": colors[name], "label": (labels or {}).get(name, name), "marker": "o"}
         else:
             st = style(name)
-            kw = {"color": st.color, "label": (labels or {}).get(name, st.label)}
-        ax.plot(xs, values.mean(axis=0), lw=1.4, **kw)
+            kw = {
+                "color": st.color,
+                "label": (labels or {}).get(name, st.label),
+                "marker": st.marker,
+            }
+        ax.plot(xs, values.mean(axis=0), lw=1.4, ms=3.5, **kw)
         if values.shape[0] > 1:
             ax.fill_between(
                 xs, values.min(axis=0), values.max(axis=0), color=kw["color"], alpha=0.15, lw=0

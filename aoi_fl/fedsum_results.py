@@ -109,15 +109,24 @@ def at_budget(run: Any, metric: str, units: float) -> float:
     return float(getattr(run, metric)[i]) if i >= 1 else float("nan")
 
 
-def budget_table(summaries: Iterable[Any], metric: str, units: float) -> pd.DataFrame:
-    """``metric`` at a communication budget of ``units``, per pattern (rows) and algorithm
-    (columns), mean over seeds."""
+def budget_table(summaries: Iterable[Any], metric: str, units: float | None = None) -> pd.DataFrame:
+    """``metric`` at a communication budget, per pattern (rows) and algorithm (columns), mean
+    over seeds; the column ``budget`` holds each pattern's budget: ``units``, or by default the
+    largest budget that every run of the pattern spent."""
+    groups = group(summaries)
+    budgets: dict[str, float] = {}
+    for (pattern, _), runs in groups.items():
+        spent = min(float(r.units()[-1]) for r in runs)
+        budgets[pattern] = min(budgets.get(pattern, spent), spent)
     data: dict[str, dict[str, float]] = {}
-    for (pattern, algorithm), runs in group(summaries).items():
+    for (pattern, algorithm), runs in groups.items():
+        budget = budgets[pattern] if units is None else units
         data.setdefault(algorithm, {})[pattern] = float(
-            np.mean([at_budget(r, metric, units) for r in runs])
+            np.mean([at_budget(r, metric, budget) for r in runs])
         )
-    return pd.DataFrame(data)
+    table = pd.DataFrame(data)
+    table.insert(0, "budget", [budgets[p] if units is None else units for p in table.index])
+    return table
 
 
 def head_to_head(

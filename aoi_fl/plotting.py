@@ -44,7 +44,7 @@ STYLES: dict[str, Style] = {
     "markov_nonoptimal": Style("Policy 4: Markov non-optimal", _PALETTE[3], "D"),
     # FedSUM experiments: methods
     "fedsum": Style("FedSUM", _PALETTE[3], "o"),
-    "fedsum_cr": Style("FedSUM-CR", _PALETTE[1], "s"),
+    "fedsum_cr": Style("FedSUM-CR", _PALETTE[2], "s"),
     "fedsum_b": Style("FedSUM-B", _PALETTE[9], "P"),
     "fedavg": Style("FedAvg", _PALETTE[7], "^"),
     "fedau": Style("FedAU", _PALETTE[4], "v"),

@@ -217,7 +217,9 @@ def test_metrics_at_a_communication_budget():
     assert fr.at_budget(dear, "test_accuracy", 32) == 0.6
     assert np.isnan(fr.at_budget(dear, "test_accuracy", 20))  # only the initial model
     table = fr.budget_table([cheap, dear], "test_accuracy", 32)
-    assert table.loc["P1"].to_dict() == {"fedsum_cr": 0.9, "fedsum": 0.6}
+    assert table.loc["P1"].to_dict() == {"budget": 32, "fedsum_cr": 0.9, "fedsum": 0.6}
+    # default: the largest budget every run of the pattern spent (the cheap run's 32)
+    assert fr.budget_table([cheap, dear], "test_accuracy").equals(table)
 
 
 def test_delay_table_over_seeds():
