@@ -125,7 +125,7 @@ def budget_table(summaries: Iterable[Any], metric: str, units: float | None = No
             np.mean([at_budget(r, metric, budget) for r in runs])
         )
     table = pd.DataFrame(data)
-    table.insert(0, "budget", [budgets[p] if units is None else units for p in table.index])
+    table.insert(0, "budget", [float(budgets[p] if units is None else units) for p in table.index])
     return table
 
 
