@@ -451,26 +451,41 @@ def _bundle(
     name: str,
     load: Callable[..., tuple[torch.Tensor, torch.Tensor]],
     root: str | os.PathLike,
+    limits: tuple[int | None, int | None] = (None, None),
     **kw: object,
 ) -> DatasetBundle:
     mean, std = NORMALIZATION[name]
     splits = []
-    for train in (True, False):
+    for train, limit in zip((True, False), limits, strict=True):
         images, labels = load(root, train=train, **kw)
+        images, labels = images[:limit], labels[:limit]
         splits.append(TensorSplit(normalize_images(images, mean, std), labels))
     num_classes = _CIFAR[name].num_classes if name in _CIFAR else 10
     return DatasetBundle(name, splits[0], splits[1], num_classes)
 
 
-def load_dataset(name: str, root: str | os.PathLike = "data", verify: bool = True) -> DatasetBundle:
+def load_dataset(
+    name: str,
+    root: str | os.PathLike = "data",
+    verify: bool = True,
+    n_train: int | None = None,
+    n_test: int | None = None,
+) -> DatasetBundle:
     """A real dataset ("mnist", "cifar10", "cifar100") as a normalised ``DatasetBundle``.
 
     MNIST is always checked against its pinned SHA-256 digests; ``verify`` applies to CIFAR.
+    ``n_train`` / ``n_test`` keep only the first samples of a split (for smoke runs that must
+    be fast; the full files are still read and verified).
     """
     name = require_choice("dataset", name, NORMALIZATION)
+    limits = tuple(
+        None if n is None else require_int(arg, n, minimum=1)
+        for arg, n in (("n_train", n_train), ("n_test", n_test))
+    )
     if name == "mnist":
-        return _bundle(name, load_mnist, root)
-    return _bundle(name, load_cifar10 if name == "cifar10" else load_cifar100, root, verify=verify)
+        return _bundle(name, load_mnist, root, limits)
+    load = load_cifar10 if name == "cifar10" else load_cifar100
+    return _bundle(name, load, root, limits, verify=verify)
 
 
 def synthetic_cifar(

@@ -485,7 +485,9 @@ def _train_batched(
     ordered_state = (
         state if perm is None else {k: v.index_select(0, perm) for k, v in state.items()}
     )
-    batch_size = schedules[0].shape[1]
+    # rows may be narrower than the batch (a client smaller than the batch size uses all of its
+    # samples in every step): pad every row to the widest one
+    batch_size = max(s.shape[1] for s in schedules)
     for lo in range(0, count, chunk):
         members = order[lo : lo + chunk]
         n_steps = steps[members]
@@ -494,8 +496,10 @@ def _train_batched(
         for j, c in enumerate(members):
             rows = schedules[c]
             # padding repeats a real sample of the same batch; the mask gives it weight 0
-            index[j, : len(rows)] = np.where(rows >= 0, rows, rows[:, :1])
-            mask[j, : len(rows)] = rows >= 0
+            width = rows.shape[1]
+            index[j, : len(rows)] = rows[:, :1]
+            index[j, : len(rows), :width] = np.where(rows >= 0, rows, rows[:, :1])
+            mask[j, : len(rows), :width] = rows >= 0
         index_t, mask_t = torch.from_numpy(index), torch.from_numpy(mask)
         for s in range(int(n_steps[0])):
             n = int((n_steps > s).sum())
@@ -625,5 +629,5 @@ class LocalTraining:
             return {k: v.clone() for k, v in start.items()}
         if self.engine == "sequential":
             return _train_sequential(self.model, start, data, schedules, lr, step, state, self.loss)
-        chunk = self.chunk_size(data, schedules[0].shape[1])
+        chunk = self.chunk_size(data, max(s.shape[1] for s in schedules))
         return _train_batched(self._gradients, start, data, schedules, lr, step, state, chunk)

@@ -46,9 +46,17 @@ from .unbiased import dynamic_regret
 from .unbiased_samplers import UNBIASED_SAMPLERS
 
 #: the samplers of Fig. 2 (Avare is not implemented: see aoi_fl.unbiased_samplers)
-FIG2_SAMPLERS = ("uniform", "uniform_normalised", "uniform_isp", "mabs", "vrb", "kvib", "optimal")
+FIG2_SAMPLERS = (
+    "uniform_unbiased",
+    "uniform_normalised",
+    "uniform_isp",
+    "mabs",
+    "vrb",
+    "kvib",
+    "optimal",
+)
 #: the samplers of the K grid (Fig. 3b: K-Vib; Figs 6-7: the baselines)
-GRID_SAMPLERS = ("uniform", "uniform_normalised", "mabs", "vrb", "kvib")
+GRID_SAMPLERS = ("uniform_unbiased", "uniform_normalised", "mabs", "vrb", "kvib")
 #: samplers whose constructor takes the number of rounds (theta, delta depend on T)
 _NEED_ROUNDS = ("kvib", "vrb", "mabs")
 #: the seed of the one synthetic dataset every run shares (the paper uses one data folder)
@@ -88,7 +96,7 @@ _SYNTHETIC: dict[str, dict[str, Any]] = {
 
 #: MNIST substitute's samplers: the full-information optimum would train all 100 clients per
 #: round (20x the compute of K = 5), so it is left out
-MNIST_SAMPLERS = ("uniform", "uniform_normalised", "uniform_isp", "mabs", "vrb", "kvib")
+MNIST_SAMPLERS = ("uniform_unbiased", "uniform_normalised", "uniform_isp", "mabs", "vrb", "kvib")
 
 _MNIST: dict[str, dict[str, Any]] = {
     "paper": {
@@ -119,7 +127,7 @@ _MNIST: dict[str, dict[str, Any]] = {
         "seeds": 1,
         "total": 1_000,
         "target": 0.5,
-        "samplers": ("uniform", "kvib"),  # each smoke run loads MNIST again (seconds)
+        "samplers": ("uniform_unbiased", "kvib"),  # each smoke run loads MNIST again (seconds)
     },
 }
 #: MNIST substitute: clients, budget, partition

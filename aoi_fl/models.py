@@ -152,6 +152,36 @@ class SmallCNN(_SeededSequential):
         )
 
 
+class FedSUMCifarCNN(_SeededSequential):
+    """The FedSUM paper's CIFAR-10 CNN (its Table 2): 551,786 parameters (10 classes).
+
+    Input (B, 3, 32, 32). conv 3x3 3->32 (padding 1) -> ReLU -> maxpool 2 -> conv 3x3 32->32
+    (padding 1) -> ReLU -> maxpool 2 -> flatten (2048) -> FC 256 -> ReLU -> FC 64 -> ReLU ->
+    FC num_classes. Initialised like every model here (the FedAWE code the paper's models come
+    from uses Kaiming-normal weights; the paper does not say).
+    """
+
+    def __init__(self, num_classes: int = 10, seed: int = 0) -> None:
+        num_classes = require_int("num_classes", num_classes, minimum=2)
+        super().__init__(
+            seed,
+            lambda: [
+                nn.Conv2d(3, 32, 3, padding=1),
+                nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Conv2d(32, 32, 3, padding=1),
+                nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Flatten(),
+                nn.Linear(8 * 8 * 32, 256),
+                nn.ReLU(),
+                nn.Linear(256, 64),
+                nn.ReLU(),
+                nn.Linear(64, num_classes),
+            ],
+        )
+
+
 class LogisticRegression(_SeededSequential):
     """Multinomial logistic (softmax) regression: flatten -> Linear(in_features, num_classes).
 
@@ -178,6 +208,7 @@ MODELS: dict[str, type[nn.Module]] = {
     "mcmahan_cnn": McMahanCNN,
     "mcmahan_cifar_cnn": McMahanCifarCNN,
     "small_cnn": SmallCNN,
+    "fedsum_cifar_cnn": FedSUMCifarCNN,
     "logistic_regression": LogisticRegression,
     "linear_regression": LinearRegression,
 }

@@ -190,6 +190,28 @@ def dirichlet_label_skew(
     ``RuntimeError`` names alpha, min_size and the best minimum reached (never a hang). There
     is no self-balancing step: a client may receive many samples.
     """
+    labels, n_clients, alpha, min_size, max_retries = _require_skew_args(
+        labels, n_clients, alpha, min_size, max_retries
+    )
+    rng = generator(seed, "partition")
+    classes = np.unique(labels)
+    class_counts = np.array([(labels == c).sum() for c in classes])
+    # only the counts are drawn per attempt; indices are assigned once a draw is accepted
+    counts = _accepted_counts(
+        "dirichlet_label_skew",
+        lambda: _cumulative_counts(
+            rng.dirichlet(np.full(n_clients, alpha), size=classes.size), class_counts
+        ),
+        min_size,
+        max_retries,
+        f"alpha={alpha}, n_clients={n_clients}, {labels.size} samples",
+    )
+    return _assign(labels, classes, counts, rng)
+
+
+def _require_skew_args(
+    labels: object, n_clients: int, alpha: float, min_size: int, max_retries: int
+) -> tuple[np.ndarray, int, float, int, int]:
     labels = _require_labels(labels)
     n_clients = require_int("n_clients", n_clients, minimum=1)
     alpha = require_real("alpha", alpha, minimum=0.0, strict_minimum=True)
@@ -200,33 +222,98 @@ def dirichlet_label_skew(
             f"impossible: n_clients * min_size = {n_clients} * {min_size} exceeds the "
             f"{labels.size} samples"
         )
-    rng = generator(seed, "partition")
-    classes = np.unique(labels)
-    class_counts = np.array([(labels == c).sum() for c in classes])
+    return labels, n_clients, alpha, min_size, max_retries
+
+
+def _cumulative_counts(shares: np.ndarray, class_counts: np.ndarray) -> np.ndarray | None:
+    """(classes, clients) counts: class c's n_c samples cut at floor(cumsum(shares[c]) n_c).
+
+    ``shares[c]`` sums to one over the clients; rows that do not (NaN from an underflowing
+    Dirichlet draw) make the draw unusable, signalled by returning None.
+    """
+    if not np.isfinite(shares).all():
+        return None
+    cuts = np.floor(np.cumsum(shares, axis=1) * class_counts[:, None]).astype(np.int64)
+    cuts[:, -1] = class_counts  # cumsum may end at 1 - eps
+    return np.diff(cuts, axis=1, prepend=0)
+
+
+def _accepted_counts(
+    caller: str, draw, min_size: int, max_retries: int, context: str
+) -> np.ndarray:
+    """The first ``draw()`` whose every client holds >= ``min_size`` samples (bounded retries)."""
     best = -1
     for _ in range(max_retries):
-        # only the counts are drawn per attempt; indices are assigned once a draw is accepted
-        p = rng.dirichlet(np.full(n_clients, alpha), size=classes.size)
-        cuts = np.floor(np.cumsum(p, axis=1) * class_counts[:, None]).astype(np.int64)
-        cuts[:, -1] = class_counts  # cumsum may end at 1 - eps
-        counts = np.diff(cuts, axis=1, prepend=0)  # (classes, clients)
+        counts = draw()
+        if counts is None:
+            continue
         smallest = int(counts.sum(axis=0).min())
         best = max(best, smallest)
         if smallest >= min_size:
-            break
-    else:
-        raise RuntimeError(
-            f"dirichlet_label_skew: no partition with every client holding >= min_size="
-            f"{min_size} samples after max_retries={max_retries} draws (alpha={alpha}, "
-            f"n_clients={n_clients}, {labels.size} samples); the best minimum reached was "
-            f"{best}. Raise alpha, lower min_size, or raise max_retries."
-        )
-    parts: list[list[np.ndarray]] = [[] for _ in range(n_clients)]
+            return counts
+    raise RuntimeError(
+        f"{caller}: no partition with every client holding >= min_size={min_size} samples "
+        f"after max_retries={max_retries} draws ({context}); the best minimum reached was "
+        f"{best}. Raise alpha, lower min_size, or raise max_retries."
+    )
+
+
+def _assign(
+    labels: np.ndarray, classes: np.ndarray, counts: np.ndarray, rng: np.random.Generator
+) -> Partition:
+    """Each class's shuffled indices cut into consecutive blocks of ``counts[c]`` per client."""
+    parts: list[list[np.ndarray]] = [[] for _ in range(counts.shape[1])]
     for c, row in zip(classes, counts, strict=True):
         shuffled = rng.permutation(np.flatnonzero(labels == c))
         for client, block in enumerate(np.split(shuffled, np.cumsum(row)[:-1])):
             parts[client].append(block)
     return [np.sort(np.concatenate(blocks)).astype(np.int64) for blocks in parts]
+
+
+def dirichlet_client_prior(
+    labels: Sequence[int] | np.ndarray,
+    n_clients: int,
+    alpha: float,
+    seed: int,
+    num_classes: int | None = None,
+    min_size: int = 1,
+    max_retries: int = 1000,
+) -> Partition:
+    """Label skew from per-client label priors: the FedSUM / FedAWE experiments' procedure.
+
+    Every client n draws a label prior q_n ~ Dir(alpha 1_C); class c's shuffled indices are
+    then split across all clients in proportion q_{n,c} / sum_m q_{m,c}, cut at the floors of
+    the cumulative shares (so client sizes differ, FedSUM's Fig. 4). Described in the FedSUM
+    implementation notes (Sec. 5.1) from the public FedAWE code; the paper itself only says
+    "Dirichlet alpha = 0.1". It is neither of the two usual algorithms (conventions notes): the
+    Dirichlet draw is per client over classes, but clients do not get a fixed size. A draw in
+    which some client gets fewer than ``min_size`` samples (or a class gets no positive share)
+    is repeated, at most ``max_retries`` times, then a ``RuntimeError`` says what to change.
+    """
+    labels, n_clients, alpha, min_size, max_retries = _require_skew_args(
+        labels, n_clients, alpha, min_size, max_retries
+    )
+    if num_classes is None:
+        num_classes = int(labels.max()) + 1
+    num_classes = require_int("num_classes", num_classes, minimum=int(labels.max()) + 1)
+    rng = generator(seed, "partition")
+    classes = np.arange(num_classes)
+    class_counts = np.bincount(labels, minlength=num_classes)
+
+    def draw() -> np.ndarray | None:
+        q = rng.dirichlet(np.full(num_classes, alpha), size=n_clients)  # (clients, classes)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            shares = (q / q.sum(axis=0)).T
+        return _cumulative_counts(shares, class_counts)
+
+    counts = _accepted_counts(
+        "dirichlet_client_prior",
+        draw,
+        min_size,
+        max_retries,
+        f"alpha={alpha}, n_clients={n_clients}, {labels.size} samples",
+    )
+    return _assign(labels, classes, counts, rng)
 
 
 def label_histogram(

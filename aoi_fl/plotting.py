@@ -48,13 +48,30 @@ STYLES: dict[str, Style] = {
     "weighted": Style("weighted FedAvg, eq. 10 as printed (parameters)", _PALETTE[8], "x"),
     "aoi": Style("the policy's own weights (AoI eq. 15)", _PALETTE[4], "^"),
     # the unbiased samplers of the K-Vib paper (aoi_fl.unbiased_samplers)
-    "uniform": Style("uniform (unbiased)", _PALETTE[7], "X"),
+    "uniform_unbiased": Style("uniform (unbiased)", _PALETTE[7], "X"),
     "uniform_normalised": Style("uniform (self-normalised, biased)", _PALETTE[9], "v"),
     "uniform_isp": Style("uniform ISP", _PALETTE[5], "P"),
     "mabs": Style("MABS", _PALETTE[4], "<"),
     "vrb": Style("VRB", _PALETTE[6], ">"),
     "kvib": Style("K-Vib", "#b30000", "p"),
     "optimal": Style("optimal (full information)", "#222222", "*"),
+    # FedSUM experiments: methods
+    "fedsum": Style("FedSUM", _PALETTE[3], "o"),
+    "fedsum_cr": Style("FedSUM-CR", _PALETTE[2], "s"),
+    "fedsum_b": Style("FedSUM-B", _PALETTE[9], "P"),
+    "fedavg": Style("FedAvg", _PALETTE[7], "^"),
+    "fedau": Style("FedAU", _PALETTE[4], "v"),
+    "fedawe": Style("FedAWE", _PALETTE[5], "<"),
+    "fedvarp": Style("FedVARP", _PALETTE[6], ">"),
+    "mifa": Style("MIFA", _PALETTE[8], "D"),
+    "scaffold": Style("SCAFFOLD", _PALETTE[0], "X"),
+    # FedSUM experiments: participation patterns
+    "P1": Style("P1 / Case 1: uniform S of N", _PALETTE[0], "o"),
+    "P2": Style("P2 / Case 2: Bernoulli p = S/N", _PALETTE[1], "s"),
+    "P3": Style("P3: sine-modulated Bernoulli", _PALETTE[2], "^"),
+    "cyclic": Style("Case 3: deterministic cyclic", _PALETTE[3], "D"),
+    "reshuffled": Style("Case 4: reshuffled cyclic", _PALETTE[4], "v"),
+    "biased": Style("biased Bernoulli (App. H.8)", _PALETTE[5], "X"),
 }
 
 #: names that share a figure: within a family every colour and every marker differs (tested)
@@ -62,7 +79,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "AoI policies": ("random", "probabilistic", "markov_optimal", "markov_nonoptimal"),
     "agnostic-FedAvg aggregation rules": ("agnostic", "weighted_updates", "weighted", "aoi"),
     "K-Vib samplers": (
-        "uniform",
+        "uniform_unbiased",
         "uniform_normalised",
         "uniform_isp",
         "mabs",
@@ -70,6 +87,18 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "kvib",
         "optimal",
     ),
+    "FedSUM methods": (
+        "fedsum",
+        "fedsum_cr",
+        "fedsum_b",
+        "fedavg",
+        "fedau",
+        "fedawe",
+        "fedvarp",
+        "mifa",
+        "scaffold",
+    ),
+    "FedSUM patterns": ("P1", "P2", "P3", "cyclic", "reshuffled", "biased"),
 }
 
 PAPER_STYLE = {"color": "0.35", "linestyle": ":", "linewidth": 1.2}

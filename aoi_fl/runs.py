@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import agnostic, algorithms, synthetic
+from . import agnostic, algorithms, baselines, fedsum, synthetic
 from ._validation import require_choice, require_int
 from .algorithms import Algorithm
 from .cache import CheckpointStore, ResultStore, canonical_json, config_key
@@ -30,12 +30,14 @@ from .data import DatasetBundle, load_dataset, synthetic_cifar
 from .models import MODELS, build_model
 from .partition import (
     dirichlet_class_mix,
+    dirichlet_client_prior,
     dirichlet_label_skew,
     iid_equal,
     iid_sizes,
     lognormal_sizes,
     zipf_sizes,
 )
+from .patterns import PATTERNS
 from .samplers import POLICIES, make_sampler
 from .selection import Sampler
 from .train import (
@@ -57,6 +59,13 @@ def _dirichlet(
 ) -> list[np.ndarray]:
     labels = bundle.train.y.numpy()
     return dirichlet_label_skew(labels, n_clients, alpha, seed, min_size=min_size)
+
+
+def _dirichlet_prior(
+    bundle: DatasetBundle, n_clients: int, seed: int, alpha: float, min_size: int = 1
+) -> list[np.ndarray]:
+    labels = bundle.train.y.numpy()
+    return dirichlet_client_prior(labels, n_clients, alpha, seed, bundle.num_classes, min_size)
 
 
 def _zipf(
@@ -102,6 +111,7 @@ def _natural(bundle: DatasetBundle, n_clients: int) -> list[np.ndarray]:
 PARTITIONS: dict[str, Callable[..., list[np.ndarray]]] = {
     "iid": _iid,
     "dirichlet": _dirichlet,
+    "dirichlet_prior": _dirichlet_prior,
     "zipf": _zipf,
     "natural": _natural,
     "lognormal_dirichlet": _lognormal_dirichlet,
@@ -166,18 +176,38 @@ def _unbiased(cls: Callable[..., Sampler]) -> Callable[..., Sampler]:
     return lambda n, sizes, **options: cls(sizes, **options)
 
 
+def _disjoint_union(*parts: Mapping[str, Callable[..., Sampler]]) -> dict[str, Callable]:
+    # the papers reuse words ("uniform"): a silent overwrite would train with the wrong sampler
+    merged: dict[str, Callable[..., Sampler]] = {}
+    for part in parts:
+        clash = sorted(set(merged) & set(part))
+        if clash:
+            raise ValueError(f"sampler names registered twice: {clash}")
+        merged.update(part)
+    return merged
+
+
 #: sampler name -> function(n, sizes, **options) -> Sampler (``sizes``: the clients' data sizes)
-SAMPLERS: dict[str, Callable[..., Sampler]] = {
-    **{p: _aoi_policy(p) for p in POLICIES},
-    "exp_prior": agnostic.prior_sampler,
-    **{name: _unbiased(cls) for name, cls in UNBIASED_SAMPLERS.items()},
-}
+SAMPLERS: dict[str, Callable[..., Sampler]] = _disjoint_union(
+    {p: _aoi_policy(p) for p in POLICIES},
+    {"exp_prior": agnostic.prior_sampler},
+    {name: _unbiased(cls) for name, cls in UNBIASED_SAMPLERS.items()},
+    PATTERNS,
+)
 
 #: algorithm name -> constructor(**options) (see :mod:`aoi_fl.algorithms`)
 ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
     "fedavg": algorithms.FedAvg,
     "agnostic": agnostic.AgnosticFedAvg,
     "weighted": agnostic.WeightedFedAvg,
+    "fedsum_b": fedsum.FedSUMB,
+    "fedsum": fedsum.FedSUM,
+    "fedsum_cr": fedsum.FedSUMCR,
+    "scaffold": baselines.Scaffold,
+    "mifa": baselines.MIFA,
+    "fedvarp": baselines.FedVARP,
+    "fedau": baselines.FedAU,
+    "fedawe": baselines.FedAWE,
 }
 
 

@@ -9,7 +9,8 @@ feeds back the selected clients' update norms ||g_i||; the samplers use pi_i = l
 =================  ===================  ======================================================
 name               procedure            probabilities
 =================  ===================  ======================================================
-``uniform``        without replacement  K / n (unbiased: w_i = lambda_i n / K)
+``uniform_         without replacement  K / n (unbiased: w_i = lambda_i n / K)
+unbiased``
 ``uniform_         without replacement  K / n, but *biased* self-normalised weights
 normalised``                            w_i = lambda_i / sum_{j in S} lambda_j (FedAvg's usual
                                         rule; the authors' code trains its uniform baseline so)
@@ -139,7 +140,7 @@ class UnbiasedSampler(_SeededSampler):
 class UniformSampler(UnbiasedSampler):
     """K of n clients uniformly without replacement, unbiased weights lambda_i n / K."""
 
-    name = "uniform"
+    name = "uniform_unbiased"
     procedure = "without_replacement"
 
     def probabilities(self) -> np.ndarray:

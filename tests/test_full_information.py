@@ -40,7 +40,7 @@ def flat(params):
     return torch.cat([v.flatten() for v in params.values()]).double().numpy()
 
 
-@pytest.mark.parametrize("sampler", ["kvib", "uniform", "vrb", "optimal"])
+@pytest.mark.parametrize("sampler", ["kvib", "uniform_unbiased", "vrb", "optimal"])
 def test_records_and_their_meaning(sampler):
     trainer = runs.build_trainer(config(sampler), "data")
     sizes = trainer.data.sizes / trainer.data.sizes.sum()
@@ -61,7 +61,7 @@ def test_records_and_their_meaning(sampler):
         np.testing.assert_allclose(dynamic_regret(cost, optimum), 0.0, atol=1e-12)
     elif sampler != "vrb":  # K q may exceed 1 with replacement, then l(Kq) can undercut eq. 4
         assert (cost >= optimum * (1 - 1e-12)).all()
-    if sampler == "uniform":
+    if sampler == "uniform_unbiased":
         np.testing.assert_allclose(h["uniform_cost"], cost)
     assert len(h["selected"]) == 4
 
@@ -90,17 +90,17 @@ def test_checkpoint_round_trip_keeps_the_records():
 
 
 def test_optional_training_keys_leave_existing_cache_keys_alone():
-    base = config("uniform", full_information=False)
+    base = config("uniform_unbiased", full_information=False)
     del base["training"]["full_information"]
-    explicit = config("uniform", full_information=False, record_clients=True)
+    explicit = config("uniform_unbiased", full_information=False, record_clients=True)
     resolved = runs.resolve_config(explicit)
     assert "full_information" not in resolved["training"]
     assert config_key(resolved) == config_key(runs.resolve_config(base))
-    assert runs.resolve_config(config("uniform"))["training"]["full_information"] is True
+    assert runs.resolve_config(config("uniform_unbiased"))["training"]["full_information"] is True
     with pytest.raises(TypeError, match="full_information must be True or False"):
         TrainSettings(rounds=1, full_information=1)
     with pytest.raises(ValueError, match="unknown training options.*record_clients"):
-        runs.resolve_config(config("uniform", records=False))
+        runs.resolve_config(config("uniform_unbiased", records=False))
 
 
 def test_full_information_needs_an_unbiased_sampler():

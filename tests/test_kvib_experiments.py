@@ -38,15 +38,17 @@ def test_paper_settings_are_the_papers():
 
 
 def test_smoke_runs_give_curves_and_a_table(tmp_path):
-    configs = [kx.synthetic_config(name, 0, "smoke") for name in ("uniform", "kvib", "optimal")]
+    configs = [
+        kx.synthetic_config(name, 0, "smoke") for name in ("uniform_unbiased", "kvib", "optimal")
+    ]
     results = runs.run_grid(configs, cache_dir=str(tmp_path), progress=False)
     groups = kx.group_runs(results)
-    assert set(groups) == {("uniform", 4, None), ("kvib", 4, None), ("optimal", 4, None)}
+    assert set(groups) == {("uniform_unbiased", 4, None), ("kvib", 4, None), ("optimal", 4, None)}
     optimal = groups[("optimal", 4, None)][0]
     np.testing.assert_allclose(optimal["regret"], 0.0, atol=1e-12)
-    uniform = groups[("uniform", 4, None)][0]
+    uniform = groups[("uniform_unbiased", 4, None)][0]
     np.testing.assert_allclose(uniform["regret"], uniform["uniform_regret"])
     table = kx.summary_table(results, target=0.1)
-    assert list(table["sampler"]) == ["uniform", "kvib", "optimal"]
+    assert list(table["sampler"]) == ["uniform_unbiased", "kvib", "optimal"]
     assert table.loc[table["sampler"] == "optimal", "regret"].item() == pytest.approx(0.0)
     assert {"rounds to 10%", "seeds reaching it"} <= set(table.columns)

@@ -3,7 +3,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aoi_fl import runs
+from aoi_fl.data import synthetic_cifar
 from aoi_fl.partition import (
+    dirichlet_client_prior,
     dirichlet_label_skew,
     iid_equal,
     iid_sizes,
@@ -141,6 +144,11 @@ def test_dirichlet_class_totals_preserved():
     assert np.array_equal(h.sum(axis=0), np.bincount(LABELS, minlength=10))
 
 
+# both Dirichlet procedures: per class over clients (A), per-client label priors (FedSUM/FedAWE)
+DIRICHLET = pytest.mark.parametrize("dirichlet", [dirichlet_label_skew, dirichlet_client_prior])
+
+
+@DIRICHLET
 @settings(max_examples=30, deadline=None)
 @given(
     n_clients=st.integers(1, 15),
@@ -149,10 +157,10 @@ def test_dirichlet_class_totals_preserved():
     num_classes=st.integers(1, 6),
     seed=st.integers(0, 2**32),
 )
-def test_dirichlet_properties(n_clients, alpha, min_size, num_classes, seed):
+def test_dirichlet_properties(dirichlet, n_clients, alpha, min_size, num_classes, seed):
     labels = np.random.default_rng(seed).integers(0, num_classes, size=300)
     try:
-        part = dirichlet_label_skew(labels, n_clients, alpha, seed, min_size=min_size)
+        part = dirichlet(labels, n_clients, alpha, seed, min_size=min_size)
     except RuntimeError as err:  # allowed only as the documented bounded-retry failure
         assert "max_retries=1000" in str(err)
         return
@@ -161,30 +169,79 @@ def test_dirichlet_properties(n_clients, alpha, min_size, num_classes, seed):
     assert min(len(p) for p in part) >= min_size
 
 
+@DIRICHLET
 @pytest.mark.parametrize("alpha", [0.0, -1.0, float("nan"), float("inf")])
-def test_dirichlet_bad_alpha(alpha):
+def test_dirichlet_bad_alpha(dirichlet, alpha):
     with pytest.raises(ValueError, match="alpha"):
-        dirichlet_label_skew(LABELS, 10, alpha, 0)
+        dirichlet(LABELS, 10, alpha, 0)
 
 
-def test_dirichlet_tiny_alpha_fails_after_bounded_retries():
+@DIRICHLET
+def test_dirichlet_tiny_alpha_fails_after_bounded_retries(dirichlet):
     with pytest.raises(RuntimeError) as err:
-        dirichlet_label_skew(LABELS, 50, 1e-3, 0, min_size=50, max_retries=1000)
+        dirichlet(LABELS, 50, 1e-4, 0, min_size=100, max_retries=200)
     msg = str(err.value)
-    for part in ("alpha=0.001", "min_size=50", "max_retries=1000", "best minimum reached was"):
+    for part in (
+        dirichlet.__name__,
+        "alpha=0.0001",
+        "min_size=100",
+        "max_retries=200",
+        "best minimum reached was",
+    ):
         assert part in msg
 
 
-def test_dirichlet_impossible_min_size_fails_before_drawing():
+@DIRICHLET
+def test_dirichlet_impossible_min_size_fails_before_drawing(dirichlet):
     with pytest.raises(ValueError, match="exceeds the 6000 samples"):
-        dirichlet_label_skew(LABELS, 100, 1.0, 0, min_size=61)
+        dirichlet(LABELS, 100, 1.0, 0, min_size=61)
 
 
-def test_dirichlet_bad_labels():
+@DIRICHLET
+def test_dirichlet_bad_labels(dirichlet):
     with pytest.raises(TypeError, match="integers"):
-        dirichlet_label_skew(np.array([0.5, 1.0]), 2, 1.0, 0, min_size=0)
+        dirichlet(np.array([0.5, 1.0]), 2, 1.0, 0, min_size=0)
     with pytest.raises(ValueError, match=">= 0"):
-        dirichlet_label_skew(np.array([-1, 1]), 2, 1.0, 0, min_size=0)
+        dirichlet(np.array([-1, 1]), 2, 1.0, 0, min_size=0)
+
+
+# --- dirichlet, per-client label priors (FedSUM / FedAWE experiments) ----------------------------
+
+
+def test_client_prior_cover_determinism_and_unequal_sizes():
+    part = dirichlet_client_prior(LABELS, 50, 0.1, seed=0)
+    assert_disjoint_cover(part, LABELS.size)
+    assert same(part, dirichlet_client_prior(LABELS, 50, 0.1, seed=0))
+    assert not same(part, dirichlet_client_prior(LABELS, 50, 0.1, seed=1))
+    sizes = np.array([len(p) for p in part])
+    assert sizes.min() >= 1 and sizes.max() > 1.5 * sizes.min()  # Fig. 4: unequal sizes
+
+
+def test_client_prior_concentrates_clients_on_few_labels_at_small_alpha():
+    def top_label_share(alpha):
+        h = label_histogram(LABELS, dirichlet_client_prior(LABELS, 50, alpha, seed=2), 10)
+        return (h.max(axis=1) / h.sum(axis=1)).mean()
+
+    assert top_label_share(0.1) > 0.6 > top_label_share(1.0) > 0.2 > top_label_share(100.0)
+
+
+def test_client_prior_splits_each_class_in_proportion_to_the_priors():
+    """With nearly one-hot priors, one client holds (almost) all of a class."""
+    labels = np.repeat(np.arange(3), 100)
+    part = dirichlet_client_prior(labels, 2, 1e-3, seed=5, max_retries=50, min_size=0)
+    h = label_histogram(labels, part, 3)
+    assert np.array_equal(h.sum(axis=0), [100, 100, 100])
+    assert ((h == 0) | (h == 100)).mean() > 0.6
+
+
+def test_client_prior_num_classes_must_cover_the_labels():
+    with pytest.raises(ValueError, match="num_classes must be >= 10"):
+        dirichlet_client_prior(LABELS, 5, 0.5, 0, num_classes=9)
+
+
+def test_client_prior_is_registered_with_the_dataset_classes():
+    bundle = synthetic_cifar(10, n_train=500, n_test=50)
+    assert_disjoint_cover(runs.PARTITIONS["dirichlet_prior"](bundle, 20, 3, alpha=0.1), 500)
 
 
 # --- histogram ------------------------------------------------------------------------------------

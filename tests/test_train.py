@@ -175,6 +175,20 @@ def test_local_step_batches_are_full_batches_of_successive_permutations(size, ba
     assert np.array_equal(rows, local_step_batches(3, t, 4, size, steps, batch))
 
 
+@pytest.mark.parametrize("engine", ["blocked", "stacked", "vmap"])
+def test_batched_engines_handle_clients_smaller_than_the_batch(engine):
+    data = synthetic(sizes=[5, 30, 2, 23])  # batch 8: clients 0 and 2 use all their data
+    schedules = [
+        idx[local_step_batches(0, 0, c, idx.size, 3, 8)] for c, idx in enumerate(data.partition)
+    ]
+    assert [s.shape[1] for s in schedules] == [5, 8, 2, 8]
+    start = stack(params_of(tiny_cnn()), len(schedules))
+    reference = LocalTraining(tiny_cnn(), engine="sequential")(start, data.train, schedules, 0.1)
+    batched = LocalTraining(tiny_cnn(), engine=engine, chunk=3)(start, data.train, schedules, 0.1)
+    for k, v in reference.items():
+        torch.testing.assert_close(batched[k], v, rtol=1e-5, atol=1e-6)
+
+
 def test_local_step_batches_small_client_uses_all_its_data():
     rows = local_step_batches(0, 0, 0, 5, 3, 128)
     assert rows.shape == (3, 5)

@@ -103,7 +103,7 @@ def test_estimator_is_unbiased_for_the_current_probabilities(name):
 
 
 def test_uniform_samplers():
-    uni = build("uniform", seed=4)
+    uni = build("uniform_unbiased", seed=4)
     sel = uni.sample()
     assert len(sel) == 3 and sel.procedure == "without_replacement"
     np.testing.assert_allclose(sel.weights, uni.lam[sel.ids] * 10 / 3)
@@ -111,7 +111,7 @@ def test_uniform_samplers():
     assert isp.sample().procedure == "isp"
     normalised = UniformNormalised(SIZES, k=3, seed=4)
     sel_n = normalised.sample()
-    np.testing.assert_array_equal(sel_n.ids, sel.ids)  # same draw as "uniform", same seed
+    np.testing.assert_array_equal(sel_n.ids, sel.ids)  # same draw as "uniform_unbiased", same seed
     assert sel_n.weights.sum() == pytest.approx(1.0)
     np.testing.assert_allclose(sel_n.probabilities, 0.3)
 

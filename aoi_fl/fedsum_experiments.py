@@ -1,0 +1,361 @@
+"""The FedSUM paper's CNN experiments (Sec. 5, App. H) as cached configurations, run and summarised.
+
+:func:`plan` lists the runs of one figure group for a profile and dataset:
+
+- ``"main"`` (Figs 1, 5-7): FedSUM, FedSUM-CR and the six baselines under P1-P3, with
+  eta_l = 0.01 / sqrt(t/10 + 1) and eta_g = 1;
+- ``"cases"`` (Figs 9 and 14): FedSUM under Cases 1-4 and biased sampling, and FedAvg under
+  biased sampling (same schedule; Case 2 with p = S/N is P2, so those runs are shared);
+- ``"p_grid"`` (Fig. 10): FedSUM under Bernoulli participation with a grid of p, constant
+  eta_l = 0.01;
+- ``"family"`` (Fig. 11): FedSUM-B, FedSUM and FedSUM-CR under P1-P3, constant eta_l = 0.1.
+
+Every run of one seed uses the same partition, initial model and participation trace (the
+sampler's generator depends on the seed and the pattern only), so algorithms are compared on
+identical traces. Setting common to all (Sec. 5, Table 2): N = 100 clients, S = 20 (p = S/N),
+Dirichlet alpha = 0.1 label skew (:func:`aoi_fl.partition.dirichlet_client_prior`), K = 10 local
+steps of batch 128, FedAU cutoff 50, FedAWE clip 0.5. The MNIST CNN has no dropout (the
+trainer forbids random layers; the paper uses 0.2).
+
+:func:`run_planned` trains what is missing (:func:`aoi_fl.runs.run_grid`, full histories in a
+work folder) and keeps a compact :class:`RunSummary` per run in the results folder: per
+evaluation the training loss (all clients' losses weighted by their data sizes), the
+objective f = (1/N) sum_i f_i of the paper (eq. 1), test loss and accuracy; per round the
+number of active clients; the trace's tau_max and tau_avg; the method's communication.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._validation import require_choice, require_int
+from .cache import ResultStore, config_key
+from .delays import trace_metrics
+from .profiles import PROFILES
+
+DATASETS = ("mnist", "cifar10")
+MODELS = {"mnist": "small_cnn", "cifar10": "fedsum_cifar_cnn"}
+FIGURES = ("main", "cases", "p_grid", "family")
+
+MAIN_ALGORITHMS = (
+    "fedsum",
+    "fedsum_cr",
+    "fedavg",
+    "fedau",
+    "fedawe",
+    "fedvarp",
+    "mifa",
+    "scaffold",
+)
+BASELINES = MAIN_ALGORITHMS[2:]
+FAMILY = ("fedsum_b", "fedsum", "fedsum_cr")
+MAIN_PATTERNS = ("P1", "P2", "P3")
+CASES = ("P1", "P2", "cyclic", "reshuffled", "biased")
+
+LR0, LR_PERIOD = 0.01, 10.0  # eta_l = 0.01 / sqrt(t/10 + 1) (Sec. 5)
+SERVER_LR, FEDAU_CUTOFF, FEDAWE_CLIP, ALPHA = 1.0, 50, 0.5, 0.1
+CONSTANT_LR = {"p_grid": 0.01, "family": 0.1}  # Figs 10 and 11
+
+SVHN_MESSAGE = (
+    "SVHN: not implemented in this project (no loader) and not obtainable on the machine this "
+    "artifact was built on (no internet). Its panels are left out."
+)
+
+#: per profile: federation size, local work, data subset, rounds and seeds per figure group,
+#: evaluation interval, samples per client for the training loss, Fig. 10's p grid
+_PROFILES: dict[str, dict[str, Any]] = {
+    "paper": {
+        "n_clients": 100,
+        "active": 20,
+        "local_steps": 10,
+        "batch_size": 128,
+        "data": {},
+        "rounds": {"main": 2000, "cases": 2000, "p_grid": 2000, "family": 2000},
+        "seeds": {"main": 3, "cases": 3, "p_grid": 3, "family": 3},
+        "eval_every": 10,
+        "client_loss_samples": 10**9,
+        "p_grid": (0.05, 0.1, 0.2, 0.5, 1.0),
+    },
+    "cpu": {
+        "n_clients": 100,
+        "active": 20,
+        "local_steps": 10,
+        "batch_size": 128,
+        "data": {},
+        "rounds": {"main": 40, "cases": 40, "p_grid": 30, "family": 20},
+        "seeds": {"main": 2, "cases": 1, "p_grid": 1, "family": 1},
+        "eval_every": 5,
+        "client_loss_samples": 100,
+        "p_grid": (0.05, 0.1, 0.2, 0.5, 1.0),
+    },
+    "smoke": {
+        "n_clients": 10,
+        "active": 2,
+        "local_steps": 2,
+        "batch_size": 16,
+        "data": {"n_train": 2000, "n_test": 300},
+        "rounds": {"main": 2, "cases": 2, "p_grid": 2, "family": 2},
+        "seeds": {"main": 1, "cases": 1, "p_grid": 1, "family": 1},
+        "eval_every": 1,
+        "client_loss_samples": 10,
+        "p_grid": (0.2, 0.5),
+    },
+}
+
+
+def profile_settings(profile: str) -> dict[str, Any]:
+    """The settings of ``profile`` (a copy; see the module docstring)."""
+    return copy.deepcopy(_PROFILES[require_choice("profile", profile, PROFILES)])
+
+
+def pattern_spec(pattern: str, profile: str, p: float | None = None) -> dict[str, Any]:
+    """The sampler section of ``pattern`` (without seed); ``"bernoulli"`` takes ``p``."""
+    s = profile_settings(profile)
+    n, active = s["n_clients"], s["active"]
+    specs = {
+        "P1": {"name": "uniform", "s": active},
+        "P2": {"name": "bernoulli", "p": active / n},
+        "P3": {
+            "name": "sine_bernoulli",
+            "p": active / n,
+            "amplitude": 0.3,
+            "offset": 0.7,
+            "period": 10.0,
+        },
+        "cyclic": {"name": "cyclic", "s": active},
+        "reshuffled": {"name": "reshuffled_cyclic", "s": active},
+        "biased": {"name": "biased"},
+        "bernoulli": {"name": "bernoulli", "p": p},
+    }
+    spec = specs[require_choice("pattern", pattern, specs)]
+    if pattern == "bernoulli" and p is None:
+        raise ValueError("pattern 'bernoulli' needs p")
+    return spec
+
+
+def algorithm_spec(name: str, profile: str) -> dict[str, Any]:
+    """The training-algorithm section of method ``name`` with the paper's settings."""
+    name = require_choice("algorithm", name, (*MAIN_ALGORITHMS, "fedsum_b"))
+    if name in FAMILY:
+        return {
+            "name": name,
+            "local_steps": profile_settings(profile)["local_steps"],
+            "server_lr": SERVER_LR,
+        }
+    if name == "fedavg":
+        return {"name": "fedavg", "aggregation": "weighted_delta", "server_lr": SERVER_LR}
+    if name == "fedau":
+        return {"name": "fedau", "cutoff": FEDAU_CUTOFF, "server_lr": SERVER_LR}
+    if name == "fedawe":
+        return {"name": "fedawe", "server_lr": SERVER_LR, "clip": FEDAWE_CLIP}
+    return {"name": name, "server_lr": SERVER_LR}
+
+
+def _dataset_section(dataset: str, profile: str, synthetic: bool) -> dict[str, Any]:
+    if synthetic:
+        if dataset == "mnist":
+            raise ValueError("synthetic=True is for CIFAR-10 only (MNIST is available)")
+        # smoke profile without CIFAR-10 on disk: CIFAR-shaped random data, labelled as such
+        return {"name": "synthetic_cifar", "num_classes": 10, "n_train": 2000, "n_test": 200}
+    return {"name": dataset, **profile_settings(profile)["data"]}
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One run of a figure: its labels and its configuration."""
+
+    figure: str
+    dataset: str
+    pattern: str
+    algorithm: str
+    seed: int
+    config: dict[str, Any]
+
+
+def fedsum_config(
+    dataset: str,
+    algorithm: str,
+    sampler: dict[str, Any],
+    seed: int,
+    profile: str,
+    rounds: int,
+    lr: dict[str, Any],
+    *,
+    synthetic: bool = False,
+) -> dict[str, Any]:
+    """One run's configuration (one ``seed`` drives partition, model, trace and batches)."""
+    dataset = require_choice("dataset", dataset, DATASETS)
+    seed = require_int("seed", seed, minimum=0)
+    s = profile_settings(profile)
+    return {
+        "dataset": _dataset_section(dataset, profile, synthetic),
+        "partition": {
+            "name": "dirichlet_prior",
+            "n_clients": s["n_clients"],
+            "seed": seed,
+            "alpha": ALPHA,
+        },
+        "model": {"name": MODELS[dataset], "seed": seed},
+        "sampler": {**sampler, "seed": seed},
+        "training": {
+            "rounds": rounds,
+            "local_steps": s["local_steps"],
+            "batch_size": s["batch_size"],
+            "seed": seed,
+            "eval_every": s["eval_every"],
+            "client_loss_samples": s["client_loss_samples"],
+            "lr": lr,
+            "algorithm": algorithm_spec(algorithm, profile),
+        },
+    }
+
+
+def plan(
+    figure: str, profile: str, dataset: str = "mnist", *, synthetic: bool = False
+) -> list[Planned]:
+    """Every run of ``figure`` (see the module docstring) for ``profile`` and ``dataset``."""
+    figure = require_choice("figure", figure, FIGURES)
+    s = profile_settings(profile)
+    rounds = s["rounds"][figure]
+    if figure in CONSTANT_LR:
+        lr = {"name": "constant", "lr": CONSTANT_LR[figure]}
+    else:
+        lr = {"name": "inverse_sqrt", "lr0": LR0, "period": LR_PERIOD}
+    if figure == "main":
+        cells = [(pat, alg) for pat in MAIN_PATTERNS for alg in MAIN_ALGORITHMS]
+    elif figure == "cases":
+        cells = [(pat, "fedsum") for pat in CASES] + [("biased", "fedavg")]
+    elif figure == "family":
+        cells = [(pat, alg) for pat in MAIN_PATTERNS for alg in FAMILY]
+    else:
+        cells = [(f"p={p:g}", "fedsum") for p in s["p_grid"]]
+    out = []
+    for seed in range(s["seeds"][figure]):
+        for pattern, algorithm in cells:
+            if figure == "p_grid":
+                sampler = pattern_spec("bernoulli", profile, float(pattern[2:]))
+            else:
+                sampler = pattern_spec(pattern, profile)
+            config = fedsum_config(
+                dataset, algorithm, sampler, seed, profile, rounds, lr, synthetic=synthetic
+            )
+            out.append(Planned(figure, dataset, pattern, algorithm, seed, config))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Compact per-run summaries
+
+#: version of the summary format (part of the summary's cache key)
+SUMMARY_VERSION = 1
+_SERIES = ("eval_round", "train_loss", "objective", "test_loss", "test_accuracy", "active")
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What the figures need of one run (see the module docstring); ``planned`` labels it."""
+
+    planned: Planned
+    eval_round: np.ndarray
+    train_loss: np.ndarray
+    objective: np.ndarray
+    test_loss: np.ndarray
+    test_accuracy: np.ndarray
+    active: np.ndarray
+    tau_max: int
+    tau_avg: float
+    communication: tuple[int, int]
+
+    def units(self) -> np.ndarray:
+        """Cumulative communication (model-size vectors, both ways) at each evaluation."""
+        per_round = np.concatenate(([0], np.cumsum(self.active))) * sum(self.communication)
+        return per_round[self.eval_round]
+
+
+def _summary_key(config: dict[str, Any]) -> dict[str, Any]:
+    from .runs import resolve_config
+
+    return {"fedsum_summary": SUMMARY_VERSION, "run": resolve_config(config)}
+
+
+def summarise(history: dict, sizes: np.ndarray, communication: tuple[int, int]) -> dict:
+    """The summary fields of a run's ``history`` (client data ``sizes`` weight the losses)."""
+    losses = np.asarray(history["client_losses"], dtype=float)  # (evaluations, clients)
+    if losses.ndim != 2 or losses.shape[1] != sizes.size:
+        raise ValueError(
+            "the run must record every client's loss (training.client_loss_samples > 0)"
+        )
+    metrics = trace_metrics(history["selected"], sizes.size)
+    return {
+        "eval_round": np.asarray(history["eval_round"], dtype=np.int64),
+        "train_loss": losses @ (sizes / sizes.sum()),
+        "objective": losses.mean(axis=1),
+        "test_loss": np.asarray(history["test_loss"], dtype=float),
+        "test_accuracy": np.asarray(history["test_accuracy"], dtype=float),
+        "active": np.array([len(s) for s in history["selected"]], dtype=np.int64),
+        "tau_max": metrics.tau_max,
+        "tau_avg": metrics.tau_avg,
+        "communication": tuple(communication),
+    }
+
+
+def run_planned(
+    planned: Sequence[Planned],
+    *,
+    results_dir: str = "results",
+    work_dir: str = "results/full",
+    rerun: bool = False,
+    data_root: str = "data",
+    workers: int = 1,
+    threads: int | None = None,
+) -> list[RunSummary]:
+    """The :class:`RunSummary` of every planned run (in order), training the missing ones.
+
+    Summaries are cached in ``results_dir`` (small; committed); the full runs, with their
+    checkpoints, go to ``work_dir`` (large; not committed), so an interrupted grid resumes.
+    ``rerun`` recomputes everything.
+    """
+    from .runs import ALGORITHMS, build_trainer, run_grid
+
+    store = ResultStore(results_dir)
+    keys = {config_key(_summary_key(p.config)): p.config for p in planned}
+    todo = {k: c for k, c in keys.items() if rerun or store.load(_summary_key(c)) is None}
+    if todo:
+        results = run_grid(
+            list(todo.values()),
+            cache_dir=work_dir,
+            rerun=rerun,
+            data_root=data_root,
+            workers=workers,
+            threads=threads,
+            progress=False,
+        )
+        sizes: dict[str, np.ndarray] = {}
+        for config, result in zip(todo.values(), results, strict=True):
+            part = config_key({"dataset": config["dataset"], "partition": config["partition"]})
+            if part not in sizes:
+                sizes[part] = build_trainer(config, data_root).data.sizes
+            spec = dict(result.config["training"]["algorithm"])
+            communication = ALGORITHMS[spec.pop("name")](**spec).communication
+            fields = summarise(result.history, sizes[part], communication)
+            arrays = {k: fields.pop(k) for k in _SERIES}
+            fields["communication"] = list(fields["communication"])
+            store.save(_summary_key(config), fields, arrays)
+    out = []
+    for p in planned:
+        body, arrays = store.load(_summary_key(p.config))
+        out.append(
+            RunSummary(
+                planned=p,
+                **{k: arrays[k] for k in _SERIES},
+                tau_max=int(body["tau_max"]),
+                tau_avg=float(body["tau_avg"]),
+                communication=tuple(body["communication"]),
+            )
+        )
+    return out
