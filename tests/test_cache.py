@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from aoi_fl import runs, train
+from aoi_fl import runs
 from aoi_fl.cache import (
     RESULTS_FORMAT_VERSION,
     CheckpointStore,
@@ -248,7 +248,7 @@ runs.run_experiment(json.loads(sys.argv[1]), cache_dir=sys.argv[2], progress=Fal
 """
 
 
-def test_killed_run_resumes_to_the_same_numbers(tmp_path, monkeypatch):
+def test_killed_run_resumes_to_the_same_numbers(tmp_path, request):
     config = with_changes(CONFIG, "training", rounds=12)
     cache = tmp_path / "killed"
     latest = CheckpointStore(cache, resolve_config(config)).folder / "latest.json"
@@ -267,14 +267,7 @@ def test_killed_run_resumes_to_the_same_numbers(tmp_path, monkeypatch):
     checkpoint_round = json.loads(latest.read_text())["round"]
     assert checkpoint_round in (2, 4, 6, 8, 10)
 
-    calls = []
-    original = train.FederatedTrainer.run_round
-
-    def counted(self):
-        calls.append(self.round)
-        original(self)
-
-    monkeypatch.setattr(train.FederatedTrainer, "run_round", counted)
+    calls = request.getfixturevalue("rounds_run")
     resumed = run(cache, config)
     assert calls == list(range(checkpoint_round, 12))  # continued, did not start over
     uninterrupted = run(tmp_path / "clean", config)

@@ -460,9 +460,8 @@ def test_every_registered_method_has_a_spec_here():
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHM_SPECS))
 def test_interrupted_run_resumes_from_its_checkpoint_to_the_same_numbers(
-    algorithm, tmp_path, monkeypatch
+    algorithm, tmp_path, request
 ):
-    from aoi_fl import train
     from aoi_fl.cache import CheckpointStore
 
     config = ls_config(algorithm)
@@ -471,14 +470,7 @@ def test_interrupted_run_resumes_from_its_checkpoint_to_the_same_numbers(
     for _ in range(3):
         trainer.run_round()
     CheckpointStore(tmp_path / "resumed", resolved).save(3, *trainer.state_dict())
-    calls = []
-    original = train.FederatedTrainer.run_round
-
-    def counted(self):
-        calls.append(self.round)
-        original(self)
-
-    monkeypatch.setattr(train.FederatedTrainer, "run_round", counted)
+    calls = request.getfixturevalue("rounds_run")
     resumed = runs.run_experiment(config, cache_dir=str(tmp_path / "resumed"), progress=False)
     assert calls == list(range(3, 8))  # continued from the checkpoint
     clean = runs.run_experiment(config, cache_dir=str(tmp_path / "clean"), progress=False)
