@@ -9,7 +9,11 @@ The selection side is plain NumPy/SciPy and imported here:
 - :mod:`aoi_fl.memoryless`: closed forms for the memoryless Policies 1-2.
 
 The training side imports PyTorch and is loaded on demand: ``aoi_fl.data``, ``aoi_fl.partition``,
-``aoi_fl.models``, ``aoi_fl.train``, ``aoi_fl.cache``.
+``aoi_fl.models``, ``aoi_fl.engines``, ``aoi_fl.algorithms``, ``aoi_fl.train``, ``aoi_fl.runs``
+(configurations, registries, cached runs), ``aoi_fl.cache``. The compared methods: agnostic
+FedAvg (``aoi_fl.agnostic``), the FedSUM family and its baselines (``aoi_fl.fedsum``,
+``aoi_fl.baselines``, ``aoi_fl.patterns``, ``aoi_fl.delays``) and K-Vib with its baselines
+(``aoi_fl.unbiased``, ``aoi_fl.unbiased_samplers``).
 """
 
 from . import markov, memoryless, profiles, samplers, seeding, selection, sigma, stats
