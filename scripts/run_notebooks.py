@@ -22,6 +22,24 @@ NOTEBOOKS = ROOT / "notebooks"
 VOLATILE_CELL_KEYS = ("papermill", "execution")
 
 
+def merge_streams(outputs: list[dict]) -> list[dict]:
+    """One output per run of stdout (or stderr) text: how the kernel chunks a stream depends on
+    timing, so unmerged chunks would make the saved notebook differ from run to run."""
+    merged: list[dict] = []
+    for out in outputs:
+        last = merged[-1] if merged else None
+        if (
+            last is not None
+            and out.get("output_type") == "stream" == last.get("output_type")
+            and out.get("name") == last.get("name")
+        ):
+            text = "".join(last["text"]) + "".join(out["text"])
+            last["text"] = text.splitlines(keepends=True)
+        else:
+            merged.append(out)
+    return merged
+
+
 def strip_volatile(path: Path) -> None:
     """Drop run-dependent metadata (timestamps, durations, ids) from an executed notebook."""
     nb = json.loads(path.read_text())
@@ -31,6 +49,8 @@ def strip_volatile(path: Path) -> None:
             cell.get("metadata", {}).pop(key, None)
         if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
             cell["id"] = "injected-parameters"  # papermill draws a random id on every run
+        if "outputs" in cell:
+            cell["outputs"] = merge_streams(cell["outputs"])
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
 
 
