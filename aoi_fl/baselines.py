@@ -3,7 +3,7 @@
 FedAvg over the active clients is :class:`aoi_fl.algorithms.FedAvg` with
 ``aggregation="weighted_delta"`` and the participation patterns' weights 1/|S_t|. The paper
 gives no pseudo-code for the baselines; these follow the original methods and the reference
-code the FedSUM experiments build on (FedSUM notes, Sec. 1.5). Every client trains K plain SGD
+code the FedSUM experiments build on. Every client trains K plain SGD
 steps from the global model (FedAWE: from its own stale model), Delta_i = x_i^{(t,K)} - x^{(t)};
 all use eta_g = ``server_lr`` on top of the common local schedule. With no active client the
 global model is kept, except by MIFA, whose server steps with its table every round.

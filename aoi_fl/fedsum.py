@@ -17,7 +17,7 @@ count zero). The variants differ in what the clients do locally:
 - **FedSUM-CR**: the same local steps, with y_i rebuilt by the client from the model it last
   received (Alg. 3 line 6, eq. 11): y_i = N (z_i - x^{(t)}) / (eta_g eta_l K (t - a_i)) - h_i.
 
-Choices (FedSUM notes, pitfalls 1 and 4):
+Choices (where the paper leaves room or exact arithmetic hides a trap):
 
 - u_i is the mean of the gradients summed during the local steps (:class:`MeanGradientClient`),
   not recovered from the model difference N (x - x^{(t,K)}) / (eta_l K) - y_i: equal in exact

@@ -31,9 +31,9 @@ def plot_curves(
     """One line per group (mean over seeds, band from min to max; a marker per evaluation) of
     ``metric`` against rounds or cumulative communication (``x="units"``, model-size vectors).
 
-    ``groups[name]`` holds a group's :class:`RunSummary` objects; ``name`` picks the style
-    (:data:`aoi_fl.plotting.STYLES`) unless ``colors`` gives its colour (then ``labels`` its
-    legend entry).
+    ``groups[name]`` holds a group's :class:`~aoi_fl.fedsum_experiments.RunSummary` objects;
+    ``name`` picks the style (:data:`aoi_fl.plotting.STYLES`) unless ``colors`` gives its
+    colour (then ``labels`` its legend entry).
     """
     if x not in ("rounds", "units"):
         raise ValueError(f"x must be 'rounds' or 'units', got {x!r}")

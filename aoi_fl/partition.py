@@ -283,11 +283,12 @@ def dirichlet_client_prior(
 
     Every client n draws a label prior q_n ~ Dir(alpha 1_C); class c's shuffled indices are
     then split across all clients in proportion q_{n,c} / sum_m q_{m,c}, cut at the floors of
-    the cumulative shares (so client sizes differ, FedSUM's Fig. 4). Described in the FedSUM
-    implementation notes (Sec. 5.1) from the public FedAWE code; the paper itself only says
-    "Dirichlet alpha = 0.1". It is neither of the two usual algorithms (conventions notes): the
-    Dirichlet draw is per client over classes, but clients do not get a fixed size. A draw in
-    which some client gets fewer than ``min_size`` samples (or a class gets no positive share)
+    the cumulative shares (so client sizes differ, FedSUM's Fig. 4). This is the procedure of
+    the public FedAWE code that the FedSUM experiments build on; the paper itself only says
+    "Dirichlet alpha = 0.1". It is neither of the two usual algorithms
+    (:func:`dirichlet_label_skew`, and the fixed-size per-client class mix): the Dirichlet draw
+    is per client over classes, but clients do not get a fixed size. A draw in which some
+    client gets fewer than ``min_size`` samples (or a class gets no positive share)
     is repeated, at most ``max_retries`` times, then a ``RuntimeError`` says what to change.
     """
     labels, n_clients, alpha, min_size, max_retries = _require_skew_args(

@@ -219,7 +219,7 @@ def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
     (:data:`models.MODELS`; "seed", options), ``sampler`` (:data:`SAMPLERS`; "seed", options)
     and ``training`` (:data:`TRAINING_DEFAULTS`, optional; its ``lr`` and ``algorithm`` are
     {"name", options} dicts naming entries of :data:`train.LR_SCHEDULES` and
-    :data:`algorithms.ALGORITHMS`).
+    :data:`ALGORITHMS`).
     """
     if not isinstance(config, Mapping):
         raise TypeError(f"config must be a dict, got {type(config).__name__}")

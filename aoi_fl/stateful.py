@@ -7,7 +7,8 @@
   local gradients (FedSUM family eq. 8, SCAFFOLD's new control variate). The gradients are
   summed during the local steps and the mean is sent as such: recovering it from the model
   difference, (x - x^{(t,K)}) / (eta_l K) (times N for FedSUM), amplifies float32 rounding by
-  N / (eta_l K) (FedSUM notes, pitfall 4: 18% relative error at eta_l = 7e-4), and the error
+  N / (eta_l K) (measured for d = 1e5, N = 100, K = 10: 18% relative error at
+  eta_l = 7e-4, the end of the decayed schedule), and the error
   would be summed into the server's aggregate for ever.
 
 Tables and sums are float64, so that the server's running sums stay equal to the sums of the

@@ -1,6 +1,6 @@
 """Tables of training results: accuracy curves, rounds to a target accuracy, speed-ups, skew.
 
-Every function takes :class:`aoi_fl.train.ExperimentResult` objects (or their histories) and
+Every function takes :class:`aoi_fl.runs.ExperimentResult` objects (or their histories) and
 returns plain NumPy arrays or pandas tables; notebooks only print and plot them.
 """
 

@@ -151,7 +151,7 @@ class UniformNormalised(UniformSampler):
     """Uniform without replacement with FedAvg's self-normalised weights (biased).
 
     w_i = lambda_i / sum_{j in S} lambda_j. Not an unbiased sampler: it is here because the K-Vib
-    authors' public code trains its uniform baseline this way (implementation notes, A8), and
+    authors' public code trains its uniform baseline this way, and
     because the unbiased weights lambda_i n / K make FedAvg diverge when one client holds a
     large share of the data. Its selections still carry p = K / n, so the trainer's records
     give the cost of those probabilities and the variance the *unbiased* estimator would have.
