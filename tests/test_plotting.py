@@ -55,3 +55,17 @@ def test_unknown_profile_is_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown profile"):
         plotting.save_figure(make_figure(), "x", "gpu", tmp_path)
     plt.close("all")
+
+
+def test_style_families_are_the_names_the_experiments_plot_together():
+    from aoi_fl import agnostic_experiments as ax
+    from aoi_fl import experiments
+    from aoi_fl import fedsum_experiments as fx
+    from aoi_fl import kvib_experiments as kx
+
+    families = {k: set(v) for k, v in plotting.FAMILIES.items()}
+    assert families["AoI policies"] == set(experiments.POLICIES)
+    assert families["agnostic-FedAvg aggregation rules"] == {*ax.AGGREGATIONS, "aoi"}
+    assert families["K-Vib samplers"] == set(kx.FIG2_SAMPLERS) >= set(kx.GRID_SAMPLERS)
+    assert families["FedSUM methods"] == {*fx.MAIN_ALGORITHMS, *fx.FAMILY}
+    assert families["FedSUM patterns"] == {*fx.MAIN_PATTERNS, *fx.CASES}
