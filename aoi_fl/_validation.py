@@ -67,6 +67,18 @@ def require_probability_vector(name: str, p: Any, *, length: int | None = None) 
     return arr
 
 
+def require_nonnegative_vector(name: str, a: Any) -> np.ndarray:
+    """A non-empty 1-d float array of finite values >= 0."""
+    arr = np.asarray(a, dtype=float)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-d sequence, got shape {arr.shape}")
+    bad = ~np.isfinite(arr) | (arr < 0.0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name}[{i}] = {float(arr[i])!r}; every entry must be finite and >= 0")
+    return arr
+
+
 def require_sizes(name: str, sizes: Any) -> np.ndarray:
     """Dataset sizes: a non-empty 1-d array of finite, strictly positive numbers."""
     arr = np.asarray(sizes, dtype=float)
@@ -98,3 +110,9 @@ def require_n_m(n: Any, m: Any) -> tuple[int, int]:
             f"m must be <= n (cannot select more clients than exist), got m={m}, n={n}"
         )
     return n, m
+
+
+def require_n_s(n: Any, s: Any) -> tuple[int, int]:
+    """The number of clients n >= 1 and the number active per round 1 <= s <= n (FedSUM's S)."""
+    n = require_int("n", n, minimum=1)
+    return n, require_int("s", s, minimum=1, maximum=n)

@@ -239,14 +239,11 @@ def figure2_grid(profile: str, cache_dir: str | None = None) -> list[dict[str, A
     ]
 
 
-@functools.lru_cache(maxsize=64)
 def task_sizes(task: str, seed: int, data_root: str = "data") -> np.ndarray:
     """The clients' data sizes of ``task``'s partition for ``seed`` (Policies 1-2 use them)."""
-    from .runs import build_trainer
+    from .runs import client_sizes
 
-    sizes = build_trainer(config(task, "agnostic", seed, "smoke"), data_root).data.sizes
-    sizes.flags.writeable = False  # shared by every caller (cached)
-    return sizes
+    return client_sizes(config(task, "agnostic", seed, "smoke"), data_root)
 
 
 def aoi_grid(

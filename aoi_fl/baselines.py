@@ -21,17 +21,14 @@ import torch
 from ._validation import require_int, require_real
 from .algorithms import Algorithm, ClientUpdates
 from .engines import Params, stack
-from .stateful import LatestTable, MeanGradientClient, cast_like, mean_over_clients
-
-
-def _server_lr(value: float) -> float:
-    return require_real("server_lr", value, minimum=0.0, strict_minimum=True)
-
-
-def _moved(global_params: Params, direction: Params, scale: float) -> Params:
-    """x + scale * direction, computed in float64, in the model's dtypes."""
-    new = {k: x.to(torch.float64) + scale * direction[k] for k, x in global_params.items()}
-    return cast_like(new, global_params)
+from .stateful import (
+    LatestTable,
+    MeanGradientClient,
+    cast_like,
+    mean_over_clients,
+    moved,
+    require_server_lr,
+)
 
 
 class Scaffold(MeanGradientClient):
@@ -47,7 +44,7 @@ class Scaffold(MeanGradientClient):
     communication = (2, 1)
 
     def __init__(self, server_lr: float = 1.0) -> None:
-        self.server_lr = _server_lr(server_lr)
+        self.server_lr = require_server_lr(server_lr)
 
     def setup(self, n_clients: int, global_params: Params) -> None:
         self.controls = LatestTable(n_clients, global_params)
@@ -67,7 +64,7 @@ class Scaffold(MeanGradientClient):
         old = self.controls.replace(updates.ids, u)
         steps = torch.as_tensor(updates.steps, dtype=torch.float64)
         moves = {k: steps.view(-1, *([1] * v.dim())) * (v + u[k] - old[k]) for k, v in c.items()}
-        return _moved(global_params, mean_over_clients(moves), -self.server_lr * updates.lr)
+        return moved(global_params, mean_over_clients(moves), -self.server_lr * updates.lr)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return self.controls.state_dict("c")
@@ -80,7 +77,7 @@ class _LatestUpdates(Algorithm):
     """A server table Y_i of every client's latest model update Delta_i (zero at first)."""
 
     def __init__(self, server_lr: float = 1.0) -> None:
-        self.server_lr = _server_lr(server_lr)
+        self.server_lr = require_server_lr(server_lr)
 
     def setup(self, n_clients: int, global_params: Params) -> None:
         self.table = LatestTable(n_clients, global_params)
@@ -104,7 +101,7 @@ class MIFA(_LatestUpdates):
     def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
         if updates.ids.size:
             self.table.replace(updates.ids, updates.deltas())
-        return _moved(global_params, self.table.mean(), self.server_lr)
+        return moved(global_params, self.table.mean(), self.server_lr)
 
 
 class FedVARP(_LatestUpdates):
@@ -122,7 +119,7 @@ class FedVARP(_LatestUpdates):
         deltas = updates.deltas()
         old = self.table.replace(updates.ids, deltas)
         fresh = mean_over_clients({k: v.to(torch.float64) - old[k] for k, v in deltas.items()})
-        return _moved(global_params, {k: mean_old[k] + fresh[k] for k in fresh}, self.server_lr)
+        return moved(global_params, {k: mean_old[k] + fresh[k] for k in fresh}, self.server_lr)
 
 
 class FedAU(Algorithm):
@@ -138,7 +135,7 @@ class FedAU(Algorithm):
 
     def __init__(self, cutoff: int = 50, server_lr: float = 1.0) -> None:
         self.cutoff = require_int("cutoff", cutoff, minimum=1)
-        self.server_lr = _server_lr(server_lr)
+        self.server_lr = require_server_lr(server_lr)
 
     def setup(self, n_clients: int, global_params: Params) -> None:
         self.n = n_clients
@@ -167,7 +164,7 @@ class FedAU(Algorithm):
             active[idx] = True
             weights = self.omega().index_select(0, idx) / self.n
             step = mean_over_clients(updates.deltas(), weights)
-            new = _moved(global_params, step, self.server_lr)
+            new = moved(global_params, step, self.server_lr)
         self._record(active)
         return new
 
@@ -198,7 +195,7 @@ class FedAWE(Algorithm):
     name = "fedawe"
 
     def __init__(self, server_lr: float = 1.0, clip: float | None = 0.5) -> None:
-        self.server_lr = _server_lr(server_lr)
+        self.server_lr = require_server_lr(server_lr)
         self.clip = None if clip is None else require_real("clip", clip, minimum=0.0)
 
     def setup(self, n_clients: int, global_params: Params) -> None:
@@ -223,7 +220,7 @@ class FedAWE(Algorithm):
             echo = self.echo.index_select(0, idx) / idx.numel()
             innovation = self._clipped(mean_over_clients(updates.deltas(), echo))
             gossip = mean_over_clients(updates.start)
-            server = cast_like(_moved(gossip, innovation, self.server_lr), global_params)
+            server = cast_like(moved(gossip, innovation, self.server_lr), global_params)
             self.local.replace(updates.ids, stack(server, idx.numel()))
         self.echo += 1
         self.echo[idx] = 1

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._validation import require_int, require_real
+from ._validation import require_int, require_n_s, require_real
 from .markov import check_chain
 from .selection import Sampler
 
@@ -121,8 +121,7 @@ def delay_table(
 
 
 def _rounds_per_epoch(n: int, s: int) -> int:
-    n = require_int("n", n, minimum=1)
-    s = require_int("s", s, minimum=1, maximum=n)
+    n, s = require_n_s(n, s)
     if n % s:
         raise ValueError(f"the cyclic closed forms need s to divide n, got n={n}, s={s}")
     return n // s
@@ -158,8 +157,7 @@ def reshuffled_cyclic_delay_range(n: int, s: int, t: int) -> tuple[int, int]:
 
 def uniform_bound(n: int, s: int, rounds: int) -> float:
     """Lemma F.1: E[tau_max] <= (4N/S) ln(NT) for S of N uniformly at random (Case 1)."""
-    n = require_int("n", n, minimum=1)
-    s = require_int("s", s, minimum=1, maximum=n)
+    n, s = require_n_s(n, s)
     rounds = require_int("rounds", rounds, minimum=1)
     return 4 * n / s * math.log(n * rounds)
 
@@ -178,14 +176,14 @@ def bernoulli_bound(delta: float, n: int, rounds: int) -> float:
 
 def reshuffled_cyclic_bound(n: int, s: int) -> int:
     """Lemma F.3: tau_max <= 2 floor(N/S) for the reshuffled cyclic pattern."""
-    n = require_int("n", n, minimum=1)
-    return 2 * (n // require_int("s", s, minimum=1, maximum=n))
+    n, s = require_n_s(n, s)
+    return 2 * (n // s)
 
 
 def deterministic_cyclic_bound(n: int, s: int) -> float:
     """Lemma F.4: tau_max <= 2N/S for the deterministic cyclic pattern."""
-    n = require_int("n", n, minimum=1)
-    return 2 * n / require_int("s", s, minimum=1, maximum=n)
+    n, s = require_n_s(n, s)
+    return 2 * n / s
 
 
 def markov_bound(p: object, n: int, rounds: int) -> float:

@@ -475,8 +475,13 @@ def _train_batched(
     step: StepFn,
     state: dict[str, torch.Tensor],
     chunk: int,
+    batch_size: int,
 ) -> Params:
-    """Chunks of ``chunk`` clients at once, padded and masked."""
+    """Chunks of ``chunk`` clients at once, padded and masked.
+
+    Rows may be narrower than the batch (a client smaller than the batch size uses all of its
+    samples in every step): every row is padded to ``batch_size``, the widest one.
+    """
     count = len(schedules)
     steps = np.array([len(s) for s in schedules])
     order = np.argsort(-steps, kind="stable")  # still-training clients form a prefix
@@ -485,9 +490,6 @@ def _train_batched(
     ordered_state = (
         state if perm is None else {k: v.index_select(0, perm) for k, v in state.items()}
     )
-    # rows may be narrower than the batch (a client smaller than the batch size uses all of its
-    # samples in every step): pad every row to the widest one
-    batch_size = max(s.shape[1] for s in schedules)
     for lo in range(0, count, chunk):
         members = order[lo : lo + chunk]
         n_steps = steps[members]
@@ -629,5 +631,8 @@ class LocalTraining:
             return {k: v.clone() for k, v in start.items()}
         if self.engine == "sequential":
             return _train_sequential(self.model, start, data, schedules, lr, step, state, self.loss)
-        chunk = self.chunk_size(data, max(s.shape[1] for s in schedules))
-        return _train_batched(self._gradients, start, data, schedules, lr, step, state, chunk)
+        width = max(s.shape[1] for s in schedules)
+        chunk = self.chunk_size(data, width)
+        return _train_batched(
+            self._gradients, start, data, schedules, lr, step, state, chunk, width
+        )

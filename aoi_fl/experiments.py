@@ -96,14 +96,16 @@ def schedule(profile: str, dataset: str) -> dict[str, int]:
     return dict(_SCHEDULE[profile][dataset])
 
 
-def _dataset_section(dataset: str, profile: str, synthetic: bool) -> dict[str, Any]:
-    if dataset == "mnist":
-        return {"name": "mnist"}
-    classes = 10 if dataset == "cifar10" else 100
-    if synthetic:
-        # smoke profile without CIFAR on disk: CIFAR-shaped random data, labelled as such
+def dataset_section(
+    dataset: str, synthetic: bool, subset: dict[str, int] | None = None
+) -> dict[str, Any]:
+    """A configuration's ``dataset`` section: the real ``dataset`` (``subset``: its n_train /
+    n_test limits), or for a CIFAR dataset in the smoke profile without the data on disk,
+    CIFAR-shaped random data (``synthetic``; labelled as such wherever it is used)."""
+    if synthetic and dataset != "mnist":
+        classes = 10 if dataset == "cifar10" else 100
         return {"name": "synthetic_cifar", "num_classes": classes, "n_train": 2000, "n_test": 200}
-    return {"name": dataset}
+    return {"name": dataset, **(subset or {})}
 
 
 def aoi_config(
@@ -138,7 +140,7 @@ def aoi_config(
         if profile == "smoke":
             partition["min_size"] = 1  # the tiny smoke datasets cannot give every client 10
     return {
-        "dataset": _dataset_section(dataset, profile, synthetic),
+        "dataset": dataset_section(dataset, synthetic),
         "partition": partition,
         "model": model,
         "sampler": {"name": policy, "m": M_SELECTED, "m_prime": M_PRIME, "seed": seed},
@@ -272,23 +274,19 @@ def selection_skew(
     """
     import pandas as pd
 
-    from .runs import build_trainer
+    from .runs import client_sizes
     from .skew import skew_of_run
     from .summaries import group_runs
 
     epochs, lr = LOCAL_OPTIMUM[require_choice("profile", profile, PROFILES)]
-    sizes_cache: dict[str, np.ndarray] = {}
     rows = []
     for (split, policy), runs in sorted(group_runs(results).items()):
         values = []
         for run in runs:
-            part_key = repr(sorted(run.config["partition"].items()))
-            if part_key not in sizes_cache:
-                sizes_cache[part_key] = build_trainer(run.config, data_root).data.sizes
             optimum = local_optima(
                 run.config, epochs=epochs, lr=lr, cache_dir=cache_dir, data_root=data_root
             )
-            s = skew_of_run(run.history, sizes_cache[part_key], optimum)
+            s = skew_of_run(run.history, client_sizes(run.config, data_root), optimum)
             values.append((s.mean, s.lower, s.upper))
         v = np.array(values)
         rows.append(

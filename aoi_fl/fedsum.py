@@ -40,10 +40,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._validation import require_int, require_real
+from ._validation import require_int
 from .algorithms import ClientUpdates
 from .engines import Params, stack
-from .stateful import LatestTable, MeanGradientClient, cast_like
+from .stateful import LatestTable, MeanGradientClient, client_index, moved, require_server_lr
 
 
 class _FedSUMFamily(MeanGradientClient):
@@ -51,7 +51,7 @@ class _FedSUMFamily(MeanGradientClient):
 
     def __init__(self, local_steps: int, server_lr: float = 1.0) -> None:
         self.local_steps = require_int("local_steps", local_steps, minimum=1)
-        self.server_lr = require_real("server_lr", server_lr, minimum=0.0, strict_minimum=True)
+        self.server_lr = require_server_lr(server_lr)
 
     def setup(self, n_clients: int, global_params: Params) -> None:
         self.n = require_int("n_clients", n_clients, minimum=1)
@@ -74,8 +74,7 @@ class _FedSUMFamily(MeanGradientClient):
             # h_i <- u_i and y <- y + sum_i (u_i - h_i): lines 10-13
             self.h.replace(updates.ids, self.mean_gradients(updates))
         step = self.server_lr * updates.lr * self.local_steps / self.n
-        new = {k: x.to(torch.float64) - step * self.y[k] for k, x in global_params.items()}
-        return cast_like(new, global_params)
+        return moved(global_params, self.y, -step)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return self.h.state_dict("h")
@@ -116,7 +115,7 @@ class FedSUM(_FedSUMFamily):
         return self.start_from_global(ids, global_params, correction)
 
 
-class FedSUMCR(_FedSUMFamily):
+class FedSUMCR(FedSUM):
     """FedSUM-CR (Alg. 3): FedSUM's local steps, y_i rebuilt locally (eq. 11); 1 down, 1 up.
 
     Client i keeps z_i (the model it last received, x^{(0)} at first) and a_i (the round it
@@ -128,28 +127,27 @@ class FedSUMCR(_FedSUMFamily):
 
     def setup(self, n_clients: int, global_params: Params) -> None:
         super().setup(n_clients, global_params)
-        self.gradient_scale = 1.0 / self.n
         self.z = stack(global_params, self.n)
         self.last = torch.full((self.n,), -1, dtype=torch.int64)
 
     def client_start(
         self, t: int, ids: np.ndarray, global_params: Params, lr: float
     ) -> tuple[Params, dict[str, torch.Tensor]]:
-        idx = torch.as_tensor(np.asarray(ids, dtype=np.int64))
+        idx = client_index(ids)
         h = self.h.get(ids)
         gap = (t - self.last.index_select(0, idx)).to(torch.float64)
         # (eta_l/N) y_i with y_i from line 6: N (z_i - x) / (eta_g eta_l K (t - a_i)) - h_i
         coef = 1.0 / (self.server_lr * lr * self.local_steps * gap)
         correction = {}
         for k, x in global_params.items():
-            moved = self.z[k].index_select(0, idx).to(torch.float64) - x.to(torch.float64)
-            correction[k] = coef.view(-1, *([1] * x.dim())) * moved - h[k] / self.n
+            drift = self.z[k].index_select(0, idx).to(torch.float64) - x.to(torch.float64)
+            correction[k] = coef.view(-1, *([1] * x.dim())) * drift - h[k] / self.n
         return self.start_from_global(ids, global_params, correction)
 
     def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
         new = super().aggregate(global_params, updates)
         if updates.ids.size:
-            idx = torch.as_tensor(updates.ids)
+            idx = client_index(updates.ids)
             for k, x in global_params.items():  # z_i <- x^{(t)}, a_i <- t (line 12)
                 self.z[k].index_copy_(0, idx, x.expand(idx.numel(), *x.shape))
             self.last.index_fill_(0, idx, updates.t)

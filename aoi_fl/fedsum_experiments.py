@@ -36,6 +36,7 @@ import numpy as np
 from ._validation import require_choice, require_int
 from .cache import ResultStore, config_key
 from .delays import trace_metrics
+from .experiments import dataset_section
 from .profiles import PROFILES
 
 DATASETS = ("mnist", "cifar10")
@@ -153,15 +154,6 @@ def algorithm_spec(name: str, profile: str) -> dict[str, Any]:
     return {"name": name, "server_lr": SERVER_LR}
 
 
-def _dataset_section(dataset: str, profile: str, synthetic: bool) -> dict[str, Any]:
-    if synthetic:
-        if dataset == "mnist":
-            raise ValueError("synthetic=True is for CIFAR-10 only (MNIST is available)")
-        # smoke profile without CIFAR-10 on disk: CIFAR-shaped random data, labelled as such
-        return {"name": "synthetic_cifar", "num_classes": 10, "n_train": 2000, "n_test": 200}
-    return {"name": dataset, **profile_settings(profile)["data"]}
-
-
 @dataclass(frozen=True)
 class Planned:
     """One run of a figure: its labels and its configuration."""
@@ -188,9 +180,11 @@ def fedsum_config(
     """One run's configuration (one ``seed`` drives partition, model, trace and batches)."""
     dataset = require_choice("dataset", dataset, DATASETS)
     seed = require_int("seed", seed, minimum=0)
+    if synthetic and dataset == "mnist":
+        raise ValueError("synthetic=True is for CIFAR-10 only (MNIST is available)")
     s = profile_settings(profile)
     return {
-        "dataset": _dataset_section(dataset, profile, synthetic),
+        "dataset": dataset_section(dataset, synthetic, s["data"]),
         "partition": {
             "name": "dirichlet_prior",
             "n_clients": s["n_clients"],
@@ -231,13 +225,14 @@ def plan(
         cells = [(pat, alg) for pat in MAIN_PATTERNS for alg in FAMILY]
     else:
         cells = [(f"p={p:g}", "fedsum") for p in s["p_grid"]]
+    # (label, algorithm, sampler section) once; the p grid's samplers come from p itself
+    if figure == "p_grid":
+        samplers = [pattern_spec("bernoulli", profile, p) for p in s["p_grid"]]
+    else:
+        samplers = [pattern_spec(pattern, profile) for pattern, _ in cells]
     out = []
     for seed in range(s["seeds"][figure]):
-        for pattern, algorithm in cells:
-            if figure == "p_grid":
-                sampler = pattern_spec("bernoulli", profile, float(pattern[2:]))
-            else:
-                sampler = pattern_spec(pattern, profile)
+        for (pattern, algorithm), sampler in zip(cells, samplers, strict=True):
             config = fedsum_config(
                 dataset, algorithm, sampler, seed, profile, rounds, lr, synthetic=synthetic
             )
@@ -317,14 +312,17 @@ def run_planned(
     checkpoints, go to ``work_dir`` (large; not committed), so an interrupted grid resumes.
     ``rerun`` recomputes everything.
     """
-    from .runs import ALGORITHMS, build_trainer, run_grid
+    from .runs import ALGORITHMS, client_sizes, run_grid
 
     store = ResultStore(results_dir)
-    keys = {config_key(_summary_key(p.config)): p.config for p in planned}
-    todo = {k: c for k, c in keys.items() if rerun or store.load(_summary_key(c)) is None}
+    keys = [_summary_key(p.config) for p in planned]
+    hashes = [config_key(k) for k in keys]
+    entries = {h: (k, p.config) for h, k, p in zip(hashes, keys, planned, strict=True)}
+    loaded = {h: None if rerun else store.load(key) for h, (key, _) in entries.items()}
+    todo = [h for h, hit in loaded.items() if hit is None]
     if todo:
         results = run_grid(
-            list(todo.values()),
+            [entries[h][1] for h in todo],
             cache_dir=work_dir,
             rerun=rerun,
             data_root=data_root,
@@ -332,20 +330,18 @@ def run_planned(
             threads=threads,
             progress=False,
         )
-        sizes: dict[str, np.ndarray] = {}
-        for config, result in zip(todo.values(), results, strict=True):
-            part = config_key({"dataset": config["dataset"], "partition": config["partition"]})
-            if part not in sizes:
-                sizes[part] = build_trainer(config, data_root).data.sizes
+        for h, result in zip(todo, results, strict=True):
+            key, config = entries[h]
             spec = dict(result.config["training"]["algorithm"])
             communication = ALGORITHMS[spec.pop("name")](**spec).communication
-            fields = summarise(result.history, sizes[part], communication)
+            fields = summarise(result.history, client_sizes(config, data_root), communication)
             arrays = {k: fields.pop(k) for k in _SERIES}
             fields["communication"] = list(fields["communication"])
-            store.save(_summary_key(config), fields, arrays)
+            store.save(key, fields, arrays)
+            loaded[h] = store.load(key)  # the stored form, exactly as a later cache hit gives it
     out = []
-    for p in planned:
-        body, arrays = store.load(_summary_key(p.config))
+    for p, h in zip(planned, hashes, strict=True):
+        body, arrays = loaded[h]
         out.append(
             RunSummary(
                 planned=p,

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .fedsum_results import curve
-from .plotting import style
+from .plotting import plot_band, style
 
 AXIS_LABELS = {
     "train_loss": "training loss",
@@ -41,19 +41,12 @@ def plot_curves(
         rounds, values = curve(runs, metric)
         xs = rounds if x == "rounds" else np.mean([r.units() for r in runs], axis=0)
         if colors is not None and name in colors:
-            kw = {"color": colors[name], "label": (labels or {}).get(name, name), "marker": "o"}
+            color, label, marker = colors[name], name, "o"
         else:
             st = style(name)
-            kw = {
-                "color": st.color,
-                "label": (labels or {}).get(name, st.label),
-                "marker": st.marker,
-            }
-        ax.plot(xs, values.mean(axis=0), lw=1.4, ms=3.5, **kw)
-        if values.shape[0] > 1:
-            ax.fill_between(
-                xs, values.min(axis=0), values.max(axis=0), color=kw["color"], alpha=0.15, lw=0
-            )
+            color, label, marker = st.color, st.label, st.marker
+        label = (labels or {}).get(name, label)
+        plot_band(ax, xs, values, color, label, marker=marker, ms=3.5)
     ax.set_xlabel("round" if x == "rounds" else "communication (model-size vectors)")
     ax.set_ylabel(AXIS_LABELS[metric])
     return ax

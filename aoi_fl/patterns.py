@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import require_int, require_probability_vector, require_real
+from ._validation import require_int, require_n_s, require_probability_vector, require_real
 from .samplers import RandomWeighted, _SeededSampler
 from .selection import Selection
 
@@ -40,11 +40,6 @@ from .selection import Selection
 def _uniform_weights(ids: np.ndarray) -> Selection:
     ids = np.asarray(ids, dtype=np.int64)
     return Selection(ids, np.full(ids.size, 1.0 / max(ids.size, 1)))
-
-
-def _require_s(n: int, s: Any) -> tuple[int, int]:
-    n = require_int("n", n, minimum=1)
-    return n, require_int("s", s, minimum=1, maximum=n)
 
 
 class UniformSubset(RandomWeighted):
@@ -56,7 +51,7 @@ class UniformSubset(RandomWeighted):
     name = "uniform"
 
     def __init__(self, n: int, s: int, seed: int = 0) -> None:
-        n, s = _require_s(n, s)
+        n, s = require_n_s(n, s)
         super().__init__(np.ones(n), s, seed)
 
     def config(self) -> dict:
@@ -196,7 +191,7 @@ class DeterministicCyclic(_SeededSampler):
     name = "cyclic"
 
     def __init__(self, n: int, s: int, seed: int = 0) -> None:
-        n, self.s = _require_s(n, s)
+        n, self.s = require_n_s(n, s)
         super().__init__(n, seed)
 
     def sample(self) -> Selection:
@@ -218,7 +213,7 @@ class ReshuffledCyclic(_SeededSampler):
     name = "reshuffled_cyclic"
 
     def __init__(self, n: int, s: int, seed: int = 0) -> None:
-        n, self.s = _require_s(n, s)
+        n, self.s = require_n_s(n, s)
         super().__init__(n, seed)
         self.epoch_rounds = -(-n // self.s)
         self._order = np.arange(n)

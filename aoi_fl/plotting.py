@@ -176,12 +176,7 @@ def plot_accuracy(
     """
     for name, (rounds, acc) in curves.items():
         st = style(name)
-        acc = np.atleast_2d(acc)
-        ax.plot(rounds, acc.mean(axis=0), color=st.color, label=st.label, lw=1.4)
-        if acc.shape[0] > 1:
-            ax.fill_between(
-                rounds, acc.min(axis=0), acc.max(axis=0), color=st.color, alpha=0.15, lw=0
-            )
+        plot_band(ax, rounds, acc, st.color, st.label)
     if target is not None:
         ax.axhline(target, color="0.3", lw=0.8, ls="--")
         ax.text(

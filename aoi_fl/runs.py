@@ -264,13 +264,36 @@ def load_bundle(dataset_json: str, data_root: str) -> DatasetBundle:
     return DATASETS[spec.pop("name")](data_root, **spec)
 
 
-def build_trainer(config: Mapping[str, Any], data_root: str = "data") -> FederatedTrainer:
-    """The :class:`FederatedTrainer` a configuration describes (see :func:`resolve_config`)."""
-    c = resolve_config(config)
+def _federated_data(c: Mapping[str, Any], data_root: str) -> FederatedData:
+    """The clients' data of a resolved configuration."""
     bundle = load_bundle(canonical_json(c["dataset"]), str(data_root))
     part = dict(c["partition"])
     partition = PARTITIONS[part.pop("name")](bundle, **part)
-    data = FederatedData(bundle.train, bundle.test, partition)
+    return FederatedData(bundle.train, bundle.test, partition)
+
+
+@functools.lru_cache(maxsize=64)
+def _sizes(dataset_json: str, partition_json: str, data_root: str) -> np.ndarray:
+    c = {"dataset": json.loads(dataset_json), "partition": json.loads(partition_json)}
+    sizes = _federated_data(c, data_root).sizes
+    sizes.flags.writeable = False  # shared by every caller (cached)
+    return sizes
+
+
+def client_sizes(config: Mapping[str, Any], data_root: str = "data") -> np.ndarray:
+    """The clients' data sizes of a configuration's partition (read-only, cached per process).
+
+    Needs only the dataset and the partition: no model or sampler is built.
+    """
+    c = resolve_config(config)
+    return _sizes(canonical_json(c["dataset"]), canonical_json(c["partition"]), str(data_root))
+
+
+def build_trainer(config: Mapping[str, Any], data_root: str = "data") -> FederatedTrainer:
+    """The :class:`FederatedTrainer` a configuration describes (see :func:`resolve_config`)."""
+    c = resolve_config(config)
+    data = _federated_data(c, data_root)
+    partition = data.partition
     model_spec = dict(c["model"])
     model = build_model(model_spec.pop("name"), **model_spec)
     sampler_spec = dict(c["sampler"])

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._validation import require_choice
+
 #: how an unbiased sampler draws its clients (K-Vib paper, Sec. 2): "isp" each client by its own
 #: coin with probability p_i; "with_replacement" K i.i.d. draws from q = p / K;
 #: "without_replacement" K distinct clients (uniformly: p_i = K / n)
@@ -56,10 +58,7 @@ class Selection:
         if (self.probabilities is None) != (self.procedure is None):
             raise ValueError("probabilities and procedure must be given together (or neither)")
         if self.procedure is not None:
-            if self.procedure not in PROCEDURES:
-                raise ValueError(
-                    f"unknown procedure {self.procedure!r}; valid: {', '.join(PROCEDURES)}"
-                )
+            require_choice("procedure", self.procedure, PROCEDURES)
             p = np.asarray(self.probabilities, dtype=np.float64)
             if p.ndim != 1 or not np.all(np.isfinite(p)) or (p < 0).any():
                 raise ValueError("probabilities must be a 1-d array of finite values >= 0")

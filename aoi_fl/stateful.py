@@ -20,12 +20,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._validation import require_int
+from ._validation import require_int, require_real
 from .algorithms import Algorithm, ClientUpdates, per_client_table
 from .engines import Params, stack
 
 
-def _index(ids: np.ndarray) -> torch.Tensor:
+def client_index(ids: np.ndarray) -> torch.Tensor:
+    """Client ids as the int64 index tensor of a table's client axis."""
     return torch.as_tensor(np.asarray(ids, dtype=np.int64))
 
 
@@ -46,7 +47,7 @@ class LatestTable:
 
     def get(self, ids: np.ndarray) -> Params:
         """Copies of the rows of ``ids`` (client axis first)."""
-        idx = _index(ids)
+        idx = client_index(ids)
         return {k: v.index_select(0, idx) for k, v in self.rows.items()}
 
     def replace(self, ids: np.ndarray, new: Params) -> Params:
@@ -54,7 +55,7 @@ class LatestTable:
 
         The sum moves by sum_i (new_i - old_i), so it is never recomputed from the N rows.
         """
-        idx = _index(ids)
+        idx = client_index(ids)
         old = self.get(ids)
         for k, rows in self.rows.items():
             value = new[k].to(torch.float64)
@@ -75,20 +76,30 @@ class LatestTable:
 
 def mean_over_clients(stacked: Params, weights: torch.Tensor | None = None) -> Params:
     """sum_i w_i v_i over the client axis (default w_i = 1/|S|), in float64."""
-    out = {}
-    for k, v in stacked.items():
-        v = v.to(torch.float64)
-        if weights is None:
-            w = torch.full((v.shape[0],), 1.0 / v.shape[0], dtype=torch.float64)
-        else:
-            w = weights.to(torch.float64)
-        out[k] = torch.tensordot(w, v, dims=1)
-    return out
+    if not stacked:
+        return {}
+    clients = next(iter(stacked.values())).shape[0]
+    if weights is None:
+        w = torch.full((clients,), 1.0 / clients, dtype=torch.float64)
+    else:
+        w = weights.to(torch.float64)
+    return {k: torch.tensordot(w, v.to(torch.float64), dims=1) for k, v in stacked.items()}
 
 
 def cast_like(params: Params, like: Params) -> Params:
     """``params`` in the dtypes of ``like`` (the model's), e.g. after a float64 server step."""
     return {k: v.to(like[k].dtype) for k, v in params.items()}
+
+
+def require_server_lr(value: float) -> float:
+    """The server learning rate eta_g > 0."""
+    return require_real("server_lr", value, minimum=0.0, strict_minimum=True)
+
+
+def moved(global_params: Params, direction: Params, scale: float) -> Params:
+    """x + scale * direction, computed in float64, in the model's dtypes."""
+    new = {k: x.to(torch.float64) + scale * direction[k] for k, x in global_params.items()}
+    return cast_like(new, global_params)
 
 
 class MeanGradientClient(Algorithm):

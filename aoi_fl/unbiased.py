@@ -27,19 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import require_choice, require_int, require_real
+from ._validation import require_choice, require_int, require_nonnegative_vector, require_real
 from .selection import PROCEDURES, Selection
-
-
-def _nonnegative(name: str, a: Any) -> np.ndarray:
-    arr = np.asarray(a, dtype=float)
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-d sequence, got shape {arr.shape}")
-    bad = ~np.isfinite(arr) | (arr < 0.0)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{name}[{i}] = {float(arr[i])!r}; every entry must be finite and >= 0")
-    return arr
 
 
 def _budget(k: Any, n: int) -> float:
@@ -60,7 +49,7 @@ def optimal_isp_probabilities(a: Any, k: float, p_min: float = 0.0) -> np.ndarra
     ``k`` may be any real in (0, n] (the expected sample size); ``p_min`` must lie in
     [0, k / n]. The result always satisfies p_min <= p_i <= 1 and sum p = k up to rounding.
     """
-    a = _nonnegative("a", a)
+    a = require_nonnegative_vector("a", a)
     n = a.size
     k = _budget(k, n)
     p_min = require_real("p_min", p_min, minimum=0.0, maximum=k / n)
@@ -103,7 +92,7 @@ def optimal_rsp_probabilities(a: Any, k: float) -> np.ndarray:
     Entries may exceed 1: they are not inclusion probabilities but the p = K q of K draws with
     replacement. All a_i = 0 gives the uniform p_i = k / n.
     """
-    a = _nonnegative("a", a)
+    a = require_nonnegative_vector("a", a)
     k = _budget(k, a.size)
     total = a.sum()
     return np.full(a.size, k / a.size) if total == 0 else k * a / total
@@ -127,7 +116,7 @@ def draw(procedure: str, p: Any, rng: np.random.Generator) -> np.ndarray:
     integer K = sum p; for ``"without_replacement"`` the uniform K / n with integer K.
     """
     procedure = require_choice("procedure", procedure, PROCEDURES)
-    p = _nonnegative("p", p)
+    p = require_nonnegative_vector("p", p)
     n = p.size
     if procedure == "isp":
         if (p > 1).any():
@@ -175,14 +164,19 @@ def expected_squared_error(procedure: str, x: Any, p: Any) -> float:
     """
     procedure = require_choice("procedure", procedure, PROCEDURES)
     x = _rows(x)
-    p = _nonnegative("p", p)
+    p = require_nonnegative_vector("p", p)
     if p.size != x.shape[0]:
         raise ValueError(f"p has {p.size} entries but x has {x.shape[0]} rows")
-    sq = np.einsum("ij,ij->i", x, x)
+    return _expected_squared_error(procedure, np.einsum("ij,ij->i", x, x), x.sum(axis=0), p)
+
+
+def _expected_squared_error(
+    procedure: str, sq: np.ndarray, total: np.ndarray, p: np.ndarray
+) -> float:
+    """:func:`expected_squared_error` from ||x_i||^2 (``sq``) and sum_i x_i (``total``)."""
     if procedure == "isp":
         return sampling_cost(np.sqrt(sq), p) - float(sq[p > 0].sum())
     k = _draw_budget(p, procedure)
-    total = x.sum(axis=0)
     if procedure == "with_replacement":
         return sampling_cost(np.sqrt(sq), p) - float(total @ total) / k
     n = p.size
@@ -193,8 +187,8 @@ def expected_squared_error(procedure: str, x: Any, p: Any) -> float:
 
 def sampling_cost(pi: Any, p: Any) -> float:
     """l_t(p) = sum_i pi_i^2 / p_i (Sec. 5.1); terms with pi_i = 0 cost 0, pi_i > 0 = p_i inf."""
-    pi = _nonnegative("pi", pi)
-    p = _nonnegative("p", p)
+    pi = require_nonnegative_vector("pi", pi)
+    p = require_nonnegative_vector("p", p)
     if p.size != pi.size:
         raise ValueError(f"p has {p.size} entries but pi has {pi.size}")
     used = pi > 0
@@ -226,7 +220,7 @@ def estimation_errors(
     """d - sum_i x_i for ``repetitions`` independent draws (rows): a Monte Carlo of eq. 2."""
     x = _rows(x)
     repetitions = require_int("repetitions", repetitions, minimum=1)
-    p = _nonnegative("p", p)
+    p = require_nonnegative_vector("p", p)
     target = x.sum(axis=0)
     return np.stack([estimate(draw(procedure, p, rng), p, x) - target for _ in range(repetitions)])
 
@@ -238,7 +232,7 @@ def enumerate_outcomes(procedure: str, p: Any) -> list[tuple[np.ndarray, float]]
     probabilities); uniform without replacement: the C(n, K) subsets. n is limited to 16.
     """
     procedure = require_choice("procedure", procedure, PROCEDURES)
-    p = _nonnegative("p", p)
+    p = require_nonnegative_vector("p", p)
     n = p.size
     if n > 16:
         raise ValueError(f"enumerate_outcomes is for small n (<= 16), got n = {n}")
@@ -281,20 +275,21 @@ def round_record(selection: Selection, g: Any, lam: Any) -> dict[str, float]:
             "and a procedure (see aoi_fl.unbiased_samplers)"
         )
     g = _rows(g)
-    lam = _nonnegative("lam", lam)
+    lam = require_nonnegative_vector("lam", lam)
     p = selection.probabilities
     if not lam.size == p.size == g.shape[0]:
         raise ValueError(
             f"g has {g.shape[0]} rows, lam {lam.size} entries and the probabilities {p.size}"
         )
     x = lam[:, None] * g
-    pi = np.sqrt(np.einsum("ij,ij->i", x, x))
-    error = selection.weights @ g[selection.ids] - x.sum(axis=0)
+    sq, total = np.einsum("ij,ij->i", x, x), x.sum(axis=0)
+    pi = np.sqrt(sq)
+    error = selection.weights @ g[selection.ids] - total
     return {
         "sample_size": len(selection),
         "cost": sampling_cost(pi, p),
         "optimal_cost": optimal_sampling_cost(pi, float(p.sum())),
         "uniform_cost": sampling_cost(pi, np.full(p.size, p.sum() / p.size)),
         "squared_error": float(error @ error),
-        "expected_squared_error": expected_squared_error(selection.procedure, x, p),
+        "expected_squared_error": _expected_squared_error(selection.procedure, sq, total, p),
     }

@@ -81,8 +81,13 @@ class UnbiasedSampler(_SeededSampler):
         ids = np.flatnonzero(counts)
         self._last_p, self._last_counts = p, counts
         self.round += 1
-        weights = counts[ids] * self.lam[ids] / p[ids]
-        return Selection(ids, weights, probabilities=p, procedure=self.procedure)
+        return Selection(
+            ids, self._weights(ids, counts, p), probabilities=p, procedure=self.procedure
+        )
+
+    def _weights(self, ids: np.ndarray, counts: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """The estimator's weights w_i = (draws of i) lambda_i / p_i (unbiased)."""
+        return counts[ids] * self.lam[ids] / p[ids]
 
     def feedback(self, ids: np.ndarray, values: np.ndarray) -> None:
         ids = np.asarray(ids, dtype=np.int64)
@@ -159,10 +164,9 @@ class UniformNormalised(UniformSampler):
 
     name = "uniform_normalised"
 
-    def sample(self) -> Selection:
-        selection = super().sample()
-        lam = self.lam[selection.ids]
-        return Selection(selection.ids, lam / lam.sum(), selection.probabilities, self.procedure)
+    def _weights(self, ids: np.ndarray, counts: np.ndarray, p: np.ndarray) -> np.ndarray:
+        lam = self.lam[ids]
+        return lam / lam.sum()
 
 
 class UniformISP(UniformSampler):
@@ -301,7 +305,7 @@ class VRB(_MixedFTRL):
     procedure = "with_replacement"
 
     def _default_theta(self) -> float:
-        return 0.3 if self.n > self.rounds else min(1.0, (self.n / self.rounds) ** (1 / 3))
+        return 0.3 if self.n > self.rounds else kvib_theta(self.n, 1, self.rounds)
 
     def probabilities(self) -> np.ndarray:
         scores = self._scores(None if self.G is None else self.G**2 * self.n / self.theta)
