@@ -508,7 +508,7 @@ def test_communication_per_active_client():
             "fedawe": FedAWE,
         }.items()
     }
-    # FedSUM notes Sec. 4: FedSUM sends (x, y) down; FedSUM-CR rebuilds y locally
+    # Algs 2-3: FedSUM sends (x, y) down; FedSUM-CR rebuilds y locally
     assert counts == {
         "fedsum_b": (1, 1),
         "fedsum": (2, 1),

@@ -220,7 +220,7 @@ def test_reshuffled_cyclic_delays_within_their_closed_form_range(n, s, seed):
 
 
 def test_paper_bounds_numbers():
-    # FedSUM notes Sec. 2.2: the App. F bounds at N = 100, S = 20, T = 2000
+    # the App. F bounds of the FedSUM paper at N = 100, S = 20, T = 2000
     assert delays.uniform_bound(100, 20, 2000) == pytest.approx(20 * math.log(2e5))
     assert delays.bernoulli_bound(0.2, 100, 2000) == pytest.approx(20 * math.log(2e5))
     assert delays.bernoulli_bound(0.001, 1, 10) == pytest.approx(4000 * math.log(1000))
