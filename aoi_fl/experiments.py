@@ -11,7 +11,8 @@ Profiles (see :mod:`aoi_fl.profiles`):
 - ``paper``: the paper's setting: 100 clients, 15 per round, m' = 10, "CNN as in McMahan et
   al.", 5 local epochs of batch 50, lr 0.1 * 0.998^t, Dirichlet alpha = 0.3 for non-IID;
 - ``cpu``: the same protocol on MNIST with the FedSUM MNIST CNN (51,480 parameters instead of
-  1,663,370: the paper CNN needs ~19 s per round on a 2-core CPU) and fewer rounds and seeds;
+  1,663,370: the paper CNN needs ~30 s per round, evaluation included, on a 2-core CPU) and
+  fewer rounds and seeds;
 - ``smoke``: one round of one local epoch, one seed (tests only).
 """
 
@@ -268,15 +269,16 @@ def selection_skew(
     """Table II: the selection skew rho of every run (eq. 24), averaged over seeds.
 
     Returns a pandas table indexed by (split, policy) with the mean over seeds of: the average
-    over rounds of rho(S_t, theta_t) ("rho (average)", the paper's Table II quantity), its
-    minimum over rounds (estimate of rho_lower, eq. 25) and the maximum over rounds of
-    rho(S_t, theta*) (estimate of rho_upper, eq. 26), plus the number of seeds.
+    over rounds of rho(S_t, theta_t) ("rho (average)", the paper's Table II quantity, with its
+    sample sd over seeds), its minimum over rounds (estimate of rho_lower, eq. 25) and the
+    maximum over rounds of rho(S_t, theta*) (estimate of rho_upper, eq. 26), plus the number of
+    seeds.
     """
     import pandas as pd
 
     from .runs import client_sizes
     from .skew import skew_of_run
-    from .summaries import group_runs
+    from .summaries import group_runs, sample_sd
 
     epochs, lr = LOCAL_OPTIMUM[require_choice("profile", profile, PROFILES)]
     rows = []
@@ -294,6 +296,7 @@ def selection_skew(
                 "split": split,
                 "policy": policy,
                 "rho (average)": v[:, 0].mean(),
+                "rho sd over seeds": sample_sd(v[:, 0]),
                 "rho_lower (min_t)": v[:, 1].mean(),
                 "rho_upper (max_t, theta*)": v[:, 2].mean(),
                 "seeds": len(runs),

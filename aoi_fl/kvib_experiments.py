@@ -42,6 +42,7 @@ import numpy as np
 
 from ._validation import require_choice, require_int
 from .profiles import PROFILES
+from .summaries import sample_sd
 from .train import rounds_to_target
 from .unbiased import dynamic_regret
 from .unbiased_samplers import UNBIASED_SAMPLERS
@@ -341,7 +342,7 @@ def summary_table(results: Sequence[Any], target: float | None = None):
             regret = stacked(runs, "regret")
             final = regret[:, -1]
             row["regret"] = final.mean()
-            row["regret sd"] = final.std()
+            row["regret sd"] = sample_sd(final)
             row["regret after T/10"] = (final - regret[:, max(1, regret.shape[1] // 10) - 1]).mean()
             row["regret / uniform-p regret"] = np.mean(
                 final / stacked(runs, "uniform_regret")[:, -1]
@@ -356,7 +357,7 @@ def summary_table(results: Sequence[Any], target: float | None = None):
             hits = [rounds_to_target(r["test_accuracy"], target, r["eval_round"]) for r in runs]
             reached = [h for h in hits if h is not None]
             row[f"rounds to {target:.0%}"] = np.mean(reached) if reached else np.nan
-            row[f"rounds to {target:.0%} sd"] = np.std(reached) if reached else np.nan
+            row[f"rounds to {target:.0%} sd"] = sample_sd(reached)
             row["seeds reaching it"] = len(reached)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -13,6 +13,12 @@ import numpy as np
 import pandas as pd
 
 
+def sample_sd(values: Sequence[float] | np.ndarray) -> float:
+    """Sample standard deviation over seeds (divisor n - 1); NaN for fewer than two values."""
+    values = np.asarray(values, dtype=float)
+    return float(values.std(ddof=1)) if values.size > 1 else float("nan")
+
+
 def _split_of(config: Mapping[str, Any]) -> str:
     return "iid" if config["partition"]["name"] == "iid" else "noniid"
 
@@ -43,8 +49,8 @@ def rounds_to_target_table(
     """Rounds until the global model first reaches ``target`` test accuracy, per split and policy.
 
     Columns: one per seed (NaN when the target is never reached within the run), the mean and
-    standard deviation over the seeds that reached it, how many did, and the paper's number
-    (``paper[(dataset, split)][policy]``) where it reports one.
+    sample standard deviation (:func:`sample_sd`) over the seeds that reached it, how many did,
+    and the paper's number (``paper[(dataset, split)][policy]``) where it reports one.
     """
     rows = []
     for (split, policy), runs in sorted(group_runs(results).items()):
@@ -54,7 +60,7 @@ def rounds_to_target_table(
         for r, v in zip(runs, per_seed, strict=True):
             row[f"seed {r.config['training']['seed']}"] = v
         row["mean"] = reached.mean() if reached.size else np.nan
-        row["sd"] = reached.std() if reached.size else np.nan
+        row["sd"] = sample_sd(reached)
         row["reached"] = f"{reached.size}/{len(per_seed)}"
         if paper is not None and dataset is not None:
             row["paper"] = paper.get((dataset, split), {}).get(policy, np.nan)
@@ -65,7 +71,11 @@ def rounds_to_target_table(
 def speedup_table(
     table: pd.DataFrame, fast: str = "markov_optimal", slow: str = "random"
 ) -> pd.DataFrame:
-    """Relative speed-up (R_slow - R_fast) / R_slow of mean rounds to target, ours and paper's."""
+    """Relative speed-up (R_slow - R_fast) / R_slow of mean rounds to target, ours and paper's.
+
+    Ours is NaN unless every seed of both policies reached the target: a mean over only the
+    seeds that got there would favour the policy that missed it more often.
+    """
     rows = []
     for split in table.index.get_level_values("split").unique():
         row: dict[str, Any] = {"split": split}
@@ -73,11 +83,20 @@ def speedup_table(
             if column not in table:
                 continue
             r_fast, r_slow = table.loc[(split, fast), column], table.loc[(split, slow), column]
+            if column == "mean" and not all(
+                _all_reached(table.loc[(split, p), "reached"]) for p in (fast, slow)
+            ):
+                r_fast = np.nan
             row[f"speed-up ({'ours' if column == 'mean' else 'paper'})"] = (
                 r_slow - r_fast
             ) / r_slow
         rows.append(row)
     return pd.DataFrame(rows).set_index("split")
+
+
+def _all_reached(reached: str) -> bool:
+    hits, seeds = reached.split("/")
+    return hits == seeds
 
 
 def final_accuracy_table(results: Iterable[Any], last: int = 5) -> pd.DataFrame:
@@ -91,7 +110,7 @@ def final_accuracy_table(results: Iterable[Any], last: int = 5) -> pd.DataFrame:
                 "split": split,
                 "policy": policy,
                 "final accuracy": tail.mean(),
-                "sd over seeds": tail.std(),
+                "sd over seeds": sample_sd(tail),
             }
         )
     return pd.DataFrame(rows).set_index(["split", "policy"])
@@ -102,5 +121,6 @@ __all__ = [
     "final_accuracy_table",
     "group_runs",
     "rounds_to_target_table",
+    "sample_sd",
     "speedup_table",
 ]

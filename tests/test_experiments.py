@@ -91,9 +91,20 @@ def test_rounds_to_target_table_and_speedup():
     assert np.isnan(table.loc[("iid", "markov_optimal"), "seed 1"])  # never reached
     assert table.loc[("iid", "markov_optimal"), "reached"] == "1/2"
     assert table.loc[("iid", "markov_optimal"), "paper"] == 39
+    # sample sd over the seeds that reached it (3 and 1 rounds); one value has no sd
+    assert table.loc[("iid", "random"), "sd"] == pytest.approx(np.sqrt(2.0))
+    assert np.isnan(table.loc[("iid", "markov_optimal"), "sd"])
     speed = summaries.speedup_table(table)
-    assert speed.loc["iid", "speed-up (ours)"] == pytest.approx(0.5)
+    # Markov optimal missed the target in one seed: a mean over its lucky seed alone
+    # would claim a 50% speed-up (1 round vs 2), so ours is left undefined
+    assert np.isnan(speed.loc["iid", "speed-up (ours)"])
     assert speed.loc["iid", "speed-up (paper)"] == pytest.approx((45 - 39) / 45)
+    runs[3] = fake_run("iid", "markov_optimal", 1, [0.1, 0.5, 0.6, 0.97])
+    table = summaries.rounds_to_target_table(runs, 0.97)
+    assert "paper" not in table
+    speed = summaries.speedup_table(table)  # means 2.0 (random) and 2.0 (Markov: 1 and 3)
+    assert speed.loc["iid", "speed-up (ours)"] == pytest.approx(0.0)
+    assert list(speed.columns) == ["speed-up (ours)"]
     rounds, acc = summaries.accuracy_curves(summaries.group_runs(runs)[("iid", "random")])
     np.testing.assert_array_equal(rounds, [0, 1, 2, 3])
     assert acc.shape == (2, 4)
