@@ -13,7 +13,6 @@ PY      := $(VENV)/bin/python
 PROFILE ?= cpu
 NB      ?=
 RERUN   ?= 0
-DATA    ?= data
 export PYTHONHASHSEED := 0
 
 .PHONY: all venv data figures test lint unit nbtest bench lab clean
@@ -28,8 +27,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
+# always data/: the notebooks read ../data
 data: venv
-	$(PY) -m aoi_fl.data fetch-mnist --root $(DATA)
+	$(PY) -m aoi_fl.data fetch-mnist --root data
 
 figures: venv data
 	$(PY) scripts/run_notebooks.py --profile $(PROFILE) --rerun $(RERUN) $(if $(NB),--only $(NB),)

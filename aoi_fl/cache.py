@@ -150,6 +150,8 @@ class ResultStore:
             raise CorruptEntry(f"{folder}: format {body.get('format')!r}")
         if canonical_json(body.get("config")) != canonical_json(config):
             raise CorruptEntry(f"{folder}: stored config differs from the requested one")
+        if not isinstance(body.get("result"), dict):
+            raise CorruptEntry(f"{folder}: no result object")
         try:
             data = (folder / "arrays.npz").read_bytes()
         except OSError as exc:

@@ -390,14 +390,16 @@ def run_grid(
 
     With ``workers > 1`` the missing runs go to that many processes, each with ``threads``
     torch threads (on a 2-core machine two single-threaded workers train small models faster
-    than one two-threaded process). Every run checkpoints, so an interrupted grid resumes.
+    than one two-threaded process); with one worker they run in this process, whose thread
+    setting is left alone. Every run checkpoints, so an interrupted grid resumes.
     """
     configs = [resolve_config(c) for c in configs]
     workers = require_int("workers", workers, minimum=1)
     store = ResultStore(cache_dir)
     todo = [c for c in configs if rerun or store.load(c) is None]
     if todo:
-        jobs = [(c, cache_dir, rerun, data_root, threads) for c in todo]
+        own = threads if workers > 1 else None
+        jobs = [(c, cache_dir, rerun, data_root, own) for c in todo]
         if workers == 1:
             for job in _progress(jobs, progress, "runs"):
                 _run_one(job)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from aoi_fl import runs
+from aoi_fl import cache, runs
 from aoi_fl.cache import (
     RESULTS_FORMAT_VERSION,
     CheckpointStore,
@@ -109,6 +109,13 @@ def _edit_value(path):
     path.write_text(json.dumps(doc))
 
 
+def _drop_result_resealed(path):
+    # a well-formed, correctly checksummed entry without its result (not written by aoi_fl)
+    doc = json.loads(path.read_text())
+    body = {k: v for k, v in doc.items() if k not in ("sha256", "result")}
+    path.write_bytes(cache._sealed(body))
+
+
 def _flip_byte(path):
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
@@ -122,6 +129,7 @@ def _flip_byte(path):
         ("result.json", _edit_value),
         ("result.json", lambda p: p.write_text("not json")),
         ("result.json", lambda p: p.write_text("[1, 2]")),
+        ("result.json", _drop_result_resealed),
         ("arrays.npz", _flip_byte),
         ("arrays.npz", _truncate),
         ("arrays.npz", lambda p: p.unlink()),
@@ -174,6 +182,16 @@ def test_run_experiment_miss_then_hit(tmp_path, monkeypatch):
         run(tmp_path, with_changes(CONFIG, "sampler", seed=1))  # a miss
     with pytest.raises(AssertionError, match="must not train"):
         run(tmp_path, rerun=True)
+
+
+def test_run_grid_in_this_process_leaves_the_thread_setting_alone(tmp_path):
+    # library code never changes torch's threads: `threads` is for worker processes only
+    before = torch.get_num_threads()
+    target = 2 if before == 1 else 1
+    short = with_changes(CONFIG, "training", rounds=1)
+    (result,) = runs.run_grid([short], cache_dir=str(tmp_path), threads=target, progress=False)
+    assert result.history["eval_round"] == [0, 1]
+    assert torch.get_num_threads() == before
 
 
 def test_run_experiment_is_deterministic_and_recomputes_corrupt_entries(tmp_path):
