@@ -305,12 +305,13 @@ def run_planned(
     data_root: str = "data",
     workers: int = 1,
     threads: int | None = None,
+    progress: bool = True,
 ) -> list[RunSummary]:
     """The :class:`RunSummary` of every planned run (in order), training the missing ones.
 
     Summaries are cached in ``results_dir`` (small; committed); the full runs, with their
     checkpoints, go to ``work_dir`` (large; not committed), so an interrupted grid resumes.
-    ``rerun`` recomputes everything.
+    ``rerun`` recomputes everything; ``progress`` shows a bar over the runs being trained.
     """
     from .runs import ALGORITHMS, client_sizes, run_grid
 
@@ -328,7 +329,7 @@ def run_planned(
             data_root=data_root,
             workers=workers,
             threads=threads,
-            progress=False,
+            progress=progress,
         )
         for h, result in zip(todo, results, strict=True):
             key, config = entries[h]

@@ -2,14 +2,16 @@
 
 Outputs of the ``cpu`` and ``paper`` profiles are written back into ``notebooks/`` (committed, so a
 reader sees every figure without running anything); a ``smoke`` run writes its executed copies to a
-temporary folder. Papermill's timestamps and durations are stripped afterwards, so re-running on
-unchanged code leaves every tracked file byte-identical.
+temporary folder. Papermill's timestamps and durations and the progress bars of training runs
+are stripped afterwards, so re-running on unchanged code leaves every tracked file
+byte-identical, whether the results were recomputed or read from the cache.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -40,6 +42,38 @@ def merge_streams(outputs: list[dict]) -> list[dict]:
     return merged
 
 
+# redraws of a tqdm bar, "\r<description>: 40%|####  | 2/5 [00:03<00:04, 1.5s/runs, ...]" (padded
+# with spaces when shorter than the previous one), then the newline that closes the bar, unless
+# the bar is the end of the text (its newline comes in a later output of the same stream)
+_PROGRESS_BAR = re.compile(r"(?:\r[^\r\n]*?\| *\d+/\d+ \[[^\]\r\n]*\] *)+(\n|$)")
+
+
+def drop_progress_bars(outputs: list[dict]) -> list[dict]:
+    """Stream outputs without tqdm progress bars: a bar is for the person watching the run; it
+    shows timings and appears only when something is computed, so a saved notebook that kept it
+    would differ between a recomputation and a re-plot from the cache."""
+    kept: list[dict] = []
+    unclosed: set[str] = set()  # streams whose last bar's newline is still to come
+    for out in outputs:
+        if out.get("output_type") != "stream":
+            kept.append(out)
+            continue
+        name, text = out["name"], "".join(out["text"])
+        if name in unclosed and text.startswith("\n"):
+            text = text[1:]
+        unclosed.discard(name)
+
+        def drop(match: re.Match, name: str = name) -> str:
+            if not match.group(1):
+                unclosed.add(name)
+            return ""
+
+        text = _PROGRESS_BAR.sub(drop, text)
+        if text.strip():
+            kept.append({**out, "text": text.splitlines(keepends=True)})
+    return merge_streams(kept)
+
+
 def strip_volatile(path: Path) -> None:
     """Drop run-dependent metadata (timestamps, durations, ids) from an executed notebook."""
     nb = json.loads(path.read_text())
@@ -50,7 +84,7 @@ def strip_volatile(path: Path) -> None:
         if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
             cell["id"] = "injected-parameters"  # papermill draws a random id on every run
         if "outputs" in cell:
-            cell["outputs"] = merge_streams(cell["outputs"])
+            cell["outputs"] = drop_progress_bars(merge_streams(cell["outputs"]))
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
 
 
@@ -82,7 +116,7 @@ def main() -> int:
             str(out),
             parameters=params,
             cwd=str(NOTEBOOKS),
-            progress_bar=False,
+            progress_bar=sys.stderr.isatty(),  # cells done, in the terminal only
             kernel_name="python3",
         )
         strip_volatile(out)

@@ -131,7 +131,9 @@ def test_summarise_weights_client_losses_by_data_size():
 def test_run_planned_caches_small_summaries_and_reuses_them(tmp_path, monkeypatch):
     torch.set_num_threads(1)
     planned = [p for p in fx.plan("cases", "smoke") if p.pattern in ("P2", "biased")]
-    out = fx.run_planned(planned, results_dir=str(tmp_path), work_dir=str(tmp_path / "full"))
+    out = fx.run_planned(
+        planned, results_dir=str(tmp_path), work_dir=str(tmp_path / "full"), progress=False
+    )
     assert [(s.planned.pattern, s.planned.algorithm) for s in out] == [
         ("P2", "fedsum"),
         ("biased", "fedsum"),
