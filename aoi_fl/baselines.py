@@ -25,6 +25,7 @@ from .stateful import (
     LatestTable,
     MeanGradientClient,
     cast_like,
+    client_index,
     mean_over_clients,
     moved,
     require_server_lr,
@@ -160,7 +161,7 @@ class FedAU(Algorithm):
         active = torch.zeros(self.n, dtype=torch.bool)
         new = global_params
         if updates.ids.size:
-            idx = torch.as_tensor(updates.ids)
+            idx = client_index(updates.ids)
             active[idx] = True
             weights = self.omega().index_select(0, idx) / self.n
             step = mean_over_clients(updates.deltas(), weights)
@@ -215,7 +216,7 @@ class FedAWE(Algorithm):
         return {k: x * scale for k, x in v.items()}
 
     def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
-        idx = torch.as_tensor(updates.ids)
+        idx = client_index(updates.ids)
         if idx.numel():
             echo = self.echo.index_select(0, idx) / idx.numel()
             innovation = self._clipped(mean_over_clients(updates.deltas(), echo))

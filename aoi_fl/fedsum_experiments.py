@@ -217,22 +217,19 @@ def plan(
         lr = {"name": "constant", "lr": CONSTANT_LR[figure]}
     else:
         lr = {"name": "inverse_sqrt", "lr0": LR0, "period": LR_PERIOD}
-    if figure == "main":
-        cells = [(pat, alg) for pat in MAIN_PATTERNS for alg in MAIN_ALGORITHMS]
-    elif figure == "cases":
-        cells = [(pat, "fedsum") for pat in CASES] + [("biased", "fedavg")]
-    elif figure == "family":
-        cells = [(pat, alg) for pat in MAIN_PATTERNS for alg in FAMILY]
-    else:
-        cells = [(f"p={p:g}", "fedsum") for p in s["p_grid"]]
-    # (label, algorithm, sampler section) once; the p grid's samplers come from p itself
+    # (label, algorithm, sampler section); the p grid's samplers come from p itself
     if figure == "p_grid":
-        samplers = [pattern_spec("bernoulli", profile, p) for p in s["p_grid"]]
+        cells = [(f"p={p:g}", "fedsum", pattern_spec("bernoulli", profile, p)) for p in s["p_grid"]]
     else:
-        samplers = [pattern_spec(pattern, profile) for pattern, _ in cells]
+        pairs = {
+            "main": [(pat, alg) for pat in MAIN_PATTERNS for alg in MAIN_ALGORITHMS],
+            "cases": [(pat, "fedsum") for pat in CASES] + [("biased", "fedavg")],
+            "family": [(pat, alg) for pat in MAIN_PATTERNS for alg in FAMILY],
+        }[figure]
+        cells = [(pat, alg, pattern_spec(pat, profile)) for pat, alg in pairs]
     out = []
     for seed in range(s["seeds"][figure]):
-        for (pattern, algorithm), sampler in zip(cells, samplers, strict=True):
+        for pattern, algorithm, sampler in cells:
             config = fedsum_config(
                 dataset, algorithm, sampler, seed, profile, rounds, lr, synthetic=synthetic
             )
@@ -333,8 +330,8 @@ def run_planned(
         )
         for h, result in zip(todo, results, strict=True):
             key, config = entries[h]
-            spec = dict(result.config["training"]["algorithm"])
-            communication = ALGORITHMS[spec.pop("name")](**spec).communication
+            # a class constant: no need to build the algorithm
+            communication = ALGORITHMS[config["training"]["algorithm"]["name"]].communication
             fields = summarise(result.history, client_sizes(config, data_root), communication)
             arrays = {k: fields.pop(k) for k in _SERIES}
             fields["communication"] = list(fields["communication"])

@@ -49,22 +49,29 @@ def iid_equal(num_samples: int, n_clients: int, seed: int) -> Partition:
     return _cut(generator(seed, "partition").permutation(num_samples), sizes)
 
 
+def _require_part_sizes(
+    sizes: Sequence[int] | np.ndarray, available: int, available_text: str
+) -> np.ndarray:
+    """``sizes`` as an array of disjoint part sizes (>= 1 each) out of ``available`` samples."""
+    arr = np.asarray(sizes)
+    if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"sizes must be a non-empty 1-d integer array, got {sizes!r}")
+    if arr.min() < 1:
+        raise ValueError(f"every entry of sizes must be >= 1, got minimum {arr.min()}")
+    if arr.sum() > available:
+        raise ValueError(
+            f"sum(sizes) = {arr.sum()} exceeds {available_text}; the parts must be disjoint"
+        )
+    return arr
+
+
 def iid_sizes(num_samples: int, sizes: Sequence[int] | np.ndarray, seed: int) -> Partition:
     """Client i gets ``sizes[i]`` samples drawn uniformly without replacement.
 
     The parts are disjoint; they cover every index only when ``sum(sizes) == num_samples``.
     """
     num_samples = require_int("num_samples", num_samples, minimum=1)
-    arr = np.asarray(sizes)
-    if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
-        raise ValueError(f"sizes must be a non-empty 1-d integer array, got {sizes!r}")
-    if arr.min() < 1:
-        raise ValueError(f"every entry of sizes must be >= 1, got minimum {arr.min()}")
-    if arr.sum() > num_samples:
-        raise ValueError(
-            f"sum(sizes) = {arr.sum()} exceeds num_samples = {num_samples}; "
-            "the parts must be disjoint"
-        )
+    arr = _require_part_sizes(sizes, num_samples, f"num_samples = {num_samples}")
     perm = generator(seed, "partition").permutation(num_samples)[: int(arr.sum())]
     return _cut(perm, arr.astype(np.int64))
 
@@ -79,6 +86,26 @@ def _apportion(total: int, weights: np.ndarray) -> np.ndarray:
     return counts
 
 
+def _require_size_law(
+    n_clients: int, total: int | None, min_size: int
+) -> tuple[int, int | None, int]:
+    n_clients = require_int("n_clients", n_clients, minimum=1)
+    min_size = require_int("min_size", min_size, minimum=1)
+    if total is not None:
+        total = require_int("total", total, minimum=n_clients * min_size)
+    return n_clients, total, min_size
+
+
+def _sizes_from_law(
+    raw: np.ndarray, weights: np.ndarray, total: int | None, min_size: int
+) -> np.ndarray:
+    """Sizes from one draw of a size law: the integer draws ``raw`` floored at ``min_size``, or,
+    with ``total``, ``min_size`` plus a largest-remainder share of the rest by ``weights``."""
+    if total is None:
+        return np.maximum(raw, min_size)
+    return min_size + _apportion(total - raw.size * min_size, weights)
+
+
 def zipf_sizes(
     n_clients: int, a: float, seed: int, total: int | None = None, min_size: int = 1
 ) -> np.ndarray:
@@ -89,15 +116,10 @@ def zipf_sizes(
     With ``total`` each client gets ``min_size`` plus a largest-remainder share of
     ``total - n_clients * min_size`` proportional to ``z_i``, so the sizes sum to ``total``.
     """
-    n_clients = require_int("n_clients", n_clients, minimum=1)
     a = require_real("a", a, minimum=1.0, strict_minimum=True)
-    min_size = require_int("min_size", min_size, minimum=1)
-    if total is not None:
-        total = require_int("total", total, minimum=n_clients * min_size)
+    n_clients, total, min_size = _require_size_law(n_clients, total, min_size)
     z = generator(seed, "dataset_sizes").zipf(a, size=n_clients).astype(np.int64)
-    if total is None:
-        return np.maximum(z, min_size)
-    return min_size + _apportion(total - n_clients * min_size, z.astype(float))
+    return _sizes_from_law(z, z.astype(float), total, min_size)
 
 
 def lognormal_sizes(
@@ -111,15 +133,10 @@ def lognormal_sizes(
     proportional to ``z_i`` (the sizes then sum to ``total``; the location of the lognormal
     does not matter).
     """
-    n_clients = require_int("n_clients", n_clients, minimum=1)
     sigma = require_real("sigma", sigma, minimum=0.0)
-    min_size = require_int("min_size", min_size, minimum=1)
-    if total is not None:
-        total = require_int("total", total, minimum=n_clients * min_size)
+    n_clients, total, min_size = _require_size_law(n_clients, total, min_size)
     z = generator(seed, "dataset_sizes").lognormal(0.0, sigma, size=n_clients)
-    if total is None:
-        return np.maximum(np.floor(z).astype(np.int64), min_size)
-    return min_size + _apportion(total - n_clients * min_size, z)
+    return _sizes_from_law(np.floor(z).astype(np.int64), z, total, min_size)
 
 
 def dirichlet_class_mix(
@@ -138,16 +155,7 @@ def dirichlet_class_mix(
     less skewed mix when ``sum(sizes)`` is close to the number of samples.
     """
     labels = _require_labels(labels)
-    sizes = np.asarray(sizes)
-    if sizes.ndim != 1 or sizes.size == 0 or not np.issubdtype(sizes.dtype, np.integer):
-        raise ValueError(f"sizes must be a non-empty 1-d integer array, got {sizes!r}")
-    if sizes.min() < 1:
-        raise ValueError(f"every entry of sizes must be >= 1, got minimum {sizes.min()}")
-    if sizes.sum() > labels.size:
-        raise ValueError(
-            f"sum(sizes) = {sizes.sum()} exceeds the {labels.size} samples; the parts must be "
-            "disjoint"
-        )
+    sizes = _require_part_sizes(sizes, labels.size, f"the {labels.size} samples")
     alpha = require_real("alpha", alpha, minimum=0.0, strict_minimum=True)
     rng = generator(seed, "partition")
     classes = np.unique(labels)

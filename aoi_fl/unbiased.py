@@ -125,8 +125,9 @@ def draw(procedure: str, p: Any, rng: np.random.Generator) -> np.ndarray:
     k = _draw_budget(p, procedure)
     if procedure == "with_replacement":
         cdf = np.cumsum(p)
+        # u < 1 = cdf[-1] / cdf[-1], so every pick is < n
         picks = np.searchsorted(cdf / cdf[-1], rng.random(k), side="right")
-        return np.bincount(np.minimum(picks, n - 1), minlength=n).astype(np.int64)
+        return np.bincount(picks, minlength=n).astype(np.int64)
     if not np.allclose(p, k / n, rtol=1e-12, atol=0.0):
         raise ValueError("procedure 'without_replacement' is implemented for uniform p only")
     counts = np.zeros(n, dtype=np.int64)

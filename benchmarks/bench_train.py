@@ -194,8 +194,9 @@ def bench_model(name: str, epochs: int, extra_epochs: int, peak: float) -> dict[
         local = LocalTraining(model, engine=kind, chunk=chunk)
         return lambda e, c=CLIENTS: local(stack(global_params, c), split, schedules(e, c), LR)
 
-    auto = LocalTraining(model).chunk_size(split, BATCH)
-    default = LocalTraining(model).engine
+    default = LocalTraining(model)
+    auto = default.chunk_size(split, BATCH)
+    auto_engine = engine("auto", None)
     methods = [
         ("loop", epochs, lambda e, c=CLIENTS: loop_dataloader(model, split, e, c)),
         (
@@ -203,7 +204,7 @@ def bench_model(name: str, epochs: int, extra_epochs: int, peak: float) -> dict[
             epochs,
             lambda e, c=CLIENTS: loop_tensor_batches(model, split, schedules(e, c)),
         ),
-        (f"aoi_fl auto ({default}), auto chunk={auto}", epochs, engine("auto", None)),
+        (f"aoi_fl auto ({default.engine}), auto chunk={auto}", epochs, auto_engine),
         (f"aoi_fl stacked, auto chunk={auto}", epochs, engine("stacked", None)),
         (f"aoi_fl stacked, chunk={CLIENTS}", extra_epochs, engine("stacked", CLIENTS)),
         (f"aoi_fl vmap, chunk={CLIENTS}", extra_epochs, engine("vmap", CLIENTS)),
@@ -240,19 +241,18 @@ def bench_model(name: str, epochs: int, extra_epochs: int, peak: float) -> dict[
         )
     # The same work in short pieces, interleaved and best of REPEATS: load swings on a shared
     # machine (+-20%) hit all three alike, so these ratios are steadier than the rows above.
-    chunk = LocalTraining(model).chunk_size(split, BATCH)
     kernels = kernel_step(copy.deepcopy(model), x[:BATCH])
-    steps = chunk * (PER_CLIENT // BATCH)
+    steps = auto * (PER_CLIENT // BATCH)
     probes = {
-        "loop": lambda: loop_dataloader(model, split, 1, chunk),
-        "aoi_fl auto": lambda: methods[2][2](1, chunk),
+        "loop": lambda: loop_dataloader(model, split, 1, auto),
+        "aoi_fl auto": lambda: auto_engine(1, auto),
         "conv + pool kernels": lambda: [kernels() for _ in range(steps)],
     }
     best = dict.fromkeys(probes, float("inf"))
     for _ in range(REPEATS):
         for label, fn in probes.items():
-            best[label] = min(best[label], _timed(fn) / (chunk * PER_CLIENT))
-    print(f"interleaved, best of {REPEATS} ({chunk} client(s) x 1 epoch):")
+            best[label] = min(best[label], _timed(fn) / (auto * PER_CLIENT))
+    print(f"interleaved, best of {REPEATS} ({auto} client(s) x 1 epoch):")
     for label, seconds in best.items():
         print(f"  {label:32s} {1 / seconds:10.0f} samples/s {best['loop'] / seconds:7.2f}x")
     return {
