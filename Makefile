@@ -30,6 +30,7 @@ $(VENV)/.installed: pyproject.toml
 # always data/: the notebooks read ../data
 data: venv
 	$(PY) -m aoi_fl.data fetch-mnist --root data
+	$(PY) -m aoi_fl.data fetch-fashion-mnist --root data
 
 figures: venv data
 	$(PY) scripts/run_notebooks.py --profile $(PROFILE) --rerun $(RERUN) $(if $(NB),--only $(NB),)

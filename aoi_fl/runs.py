@@ -120,6 +120,7 @@ PARTITIONS: dict[str, Callable[..., list[np.ndarray]]] = {
 #: dataset name -> function(root, **options) -> DatasetBundle
 DATASETS: dict[str, Callable[..., DatasetBundle]] = {
     "mnist": lambda root, **kw: load_dataset("mnist", root, **kw),
+    "fashion_mnist": lambda root, **kw: load_dataset("fashion_mnist", root, **kw),
     "cifar10": lambda root, **kw: load_dataset("cifar10", root, **kw),
     "cifar100": lambda root, **kw: load_dataset("cifar100", root, **kw),
     "synthetic_cifar": lambda root, **kw: synthetic_cifar(**kw),

@@ -84,6 +84,6 @@ def test_synthetic_partitions_like_real_data():
 
 
 def test_load_dataset_rejects_unknown_name():
-    with pytest.raises(ValueError, match="valid: cifar10, cifar100, mnist"):
+    with pytest.raises(ValueError, match="valid: cifar10, cifar100, fashion_mnist, mnist"):
         load_dataset("femnist")
-    assert set(NORMALIZATION) == {"mnist", "cifar10", "cifar100"}
+    assert set(NORMALIZATION) == {"mnist", "fashion_mnist", "cifar10", "cifar100"}
