@@ -95,7 +95,8 @@ def _unseal(path: Path) -> dict[str, Any]:
     return body
 
 
-def _arrays_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+def arrays_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    """``arrays`` as the bytes of an ``.npz`` file (no pickle)."""
     buf = io.BytesIO()
     np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
     return buf.getvalue()
@@ -118,7 +119,7 @@ class ResultStore:
     ) -> Path:
         """Store ``result`` (JSON-serialisable) and ``arrays`` for ``config``; return the folder."""
         folder = self.folder(config)
-        data = _arrays_bytes(arrays or {})
+        data = arrays_bytes(arrays or {})
         atomic_write_bytes(folder / "arrays.npz", data)
         body = {
             "format": RESULTS_FORMAT_VERSION,

@@ -1,25 +1,40 @@
 """The AoI paper's training experiments (Sec. V, Figs 5-7, Table II) as cached configurations.
 
-:func:`aoi_config` turns (dataset, split, policy, seed, profile) into a configuration for
-:func:`aoi_fl.runs.run_experiment`; :func:`aoi_fl.runs.run_grid` runs the missing ones
-(optionally in parallel processes) and returns every result from the cache. The paper's own
-numbers are kept here only as labelled reference values (``PAPER_*``), never used in a
+:func:`aoi_config` turns (dataset, split, policy, seed) and a panel's settings into a
+configuration for :func:`aoi_fl.runs.run_experiment`; :func:`panel_grid` lists a panel's runs and
+:func:`aoi_fl.runs.run_grid` runs the missing ones and returns every result from the cache. The
+paper's own numbers are kept here only as labelled reference values (``PAPER_*``), never used in a
 computation.
 
-Profiles (see :mod:`aoi_fl.profiles`):
+**Local work.** The paper's Table I defines K as the "number of local SGD" steps, and eqs 16-18
+index the k-th local "epoch" by one random mini-batch B_{i,k}^t: its "5 local epochs per round"
+are 5 mini-batch SGD steps of batch 50 (``local_work=("steps", 5)``, the default), not 5 passes
+over the client's data (``("epochs", 5)``: 12 times more local work for a 600-sample client).
+Both readings are supported; the ``epochs`` panel keeps the second as a sensitivity check.
 
-- ``paper``: the paper's setting: 100 clients, 15 per round, m' = 10, "CNN as in McMahan et
-  al.", 5 local epochs of batch 50, lr 0.1 * 0.998^t, Dirichlet alpha = 0.3 for non-IID;
-- ``cpu``: the same protocol on MNIST with the FedSUM MNIST CNN (51,480 parameters instead of
-  1,663,370: the paper CNN needs ~30 s per round, evaluation included, on a 2-core CPU) and
-  fewer rounds and seeds;
-- ``smoke``: one round of one local epoch, one seed (tests only).
+**Pairing.** One ``seed`` drives every stream of a run (partition, model initialisation,
+sampler, mini-batches drawn from (seed, round, client)), so within a seed the policies of a panel
+see the same partition, initial model and mini-batch streams and differ only in the selection.
+
+Panels (:data:`PANELS`, per profile; ``paper`` differs from ``cpu`` only in seeds and horizons):
+
+- ``main``: Figs 5-7 at the paper's settings: 100 clients, 15 per round, m' = 10, "CNN as in
+  McMahan et al." (1,663,370 parameters on MNIST), K = 5 local steps of batch 50, lr 0.1 *
+  0.998^t, IID and Dirichlet(0.3), all four policies; rounds to the target found exactly by
+  screening (:class:`aoi_fl.train.TrainSettings`), full evaluation and per-client losses
+  (Table II) every 5 rounds;
+- ``power``: the same protocol with the small FedSUM MNIST CNN (51,480 parameters), Markov
+  optimal and random only, many paired seeds: the spread of the rounds-to-target difference;
+- ``epochs``: the other reading of local work (5 passes over the client's data) with the small
+  CNN, Markov optimal and random: the setting of this project's first results;
+- ``fashion``: Fashion-MNIST as a labelled substitute for Figs 6-7 while CIFAR is absent (the
+  small CNN, target fixed before running);
+- ``smoke``: a few rounds, one seed (tests only).
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,10 +45,18 @@ from .profiles import PROFILES
 from .samplers import POLICIES
 
 DATASETS = ("mnist", "cifar10", "cifar100")
+#: every dataset a panel trains on (Fashion-MNIST: the substitute for CIFAR, ``fashion`` panel)
+TRAIN_DATASETS = (*DATASETS, "fashion_mnist")
 SPLITS = ("iid", "noniid")
+LOCAL_WORK_UNITS = ("steps", "epochs")
 
-#: target test accuracy per dataset (Sec. V)
-TARGETS = {"mnist": 0.97, "cifar10": 0.75, "cifar100": 0.30}
+#: target test accuracy per dataset (Sec. V; Fashion-MNIST's was fixed by us before any run)
+TARGETS = {"mnist": 0.97, "cifar10": 0.75, "cifar100": 0.30, "fashion_mnist": 0.85}
+#: screening margin per dataset: about 4 standard deviations of the difference between the
+#: accuracy on a 2,000-image subset and on the whole 10,000-image test set at the target
+#: (sqrt(a (1 - a) / 2000 * (1 - 2000 / 10000)): 0.0034 at a = 0.97, 0.0071 at 0.85, 0.0087 at
+#: 0.75, 0.0092 at 0.30)
+SCREEN_MARGIN = {"mnist": 0.015, "fashion_mnist": 0.03, "cifar10": 0.035, "cifar100": 0.035}
 
 #: rounds to the target accuracy printed in the paper (Sec. V text), for reference columns only
 PAPER_ROUNDS_TO_TARGET: dict[tuple[str, str], dict[str, int]] = {
@@ -58,43 +81,130 @@ PAPER_SKEW: dict[str, dict[str, float]] = {
     "markov_nonoptimal": {"mnist": 0.99, "cifar10": 1.27, "cifar100": 1.41},
 }
 
-_MODELS = {
-    "paper": {"mnist": {"name": "mcmahan_cnn"}, "cifar": {"name": "mcmahan_cifar_cnn"}},
-    "cpu": {"mnist": {"name": "small_cnn"}, "cifar": {"name": "mcmahan_cifar_cnn"}},
-    "smoke": {"mnist": {"name": "small_cnn"}, "cifar": {"name": "mcmahan_cifar_cnn"}},
-}
-
-#: per profile and dataset: rounds per split, seeds, local epochs (paper: 5)
-_SCHEDULE = {
-    "paper": {
-        "mnist": {"iid": 150, "noniid": 200, "seeds": 3, "local_epochs": 5},
-        "cifar10": {"iid": 300, "noniid": 500, "seeds": 3, "local_epochs": 5},
-        "cifar100": {"iid": 300, "noniid": 300, "seeds": 3, "local_epochs": 5},
-    },
-    "cpu": {
-        "mnist": {"iid": 20, "noniid": 30, "seeds": 2, "local_epochs": 5},
-        "cifar10": {"iid": 150, "noniid": 300, "seeds": 1, "local_epochs": 5},
-        "cifar100": {"iid": 200, "noniid": 200, "seeds": 1, "local_epochs": 5},
-    },
-    "smoke": {
-        "mnist": {"iid": 1, "noniid": 1, "seeds": 1, "local_epochs": 1},
-        "cifar10": {"iid": 1, "noniid": 1, "seeds": 1, "local_epochs": 1},
-        "cifar100": {"iid": 1, "noniid": 1, "seeds": 1, "local_epochs": 1},
-    },
-}
-
 #: clients, selected per round, maximum age, Dirichlet alpha (Sec. V)
 N_CLIENTS, M_SELECTED, M_PRIME, ALPHA = 100, 15, 10, 0.3
-#: samples per client on which the per-client losses F_k (for rho) are measured (smoke: fewer,
-#: the smoke CIFAR runs use the full-size CIFAR CNN)
-CLIENT_LOSS_SAMPLES = {"paper": 100, "cpu": 50, "smoke": 5}
+#: the paper's model per dataset ("CNN as in McMahan et al.")
+PAPER_MODELS = {
+    "mnist": "mcmahan_cnn",
+    "fashion_mnist": "mcmahan_cnn",
+    "cifar10": "mcmahan_cifar_cnn",
+    "cifar100": "mcmahan_cifar_cnn",
+}
+_PAIR = ("random", "markov_optimal")
+#: what every panel of the cpu and paper profiles shares (Sec. V and the module docstring)
+_PROTOCOL: dict[str, Any] = {
+    "local_work": ("steps", 5),
+    "eval_every": 5,
+    "screen_samples": 2000,
+    "client_loss_samples": 0,
+    "policies": POLICIES,
+}
+#: Figs 5-7: horizons at least 1.5 times the paper's slowest rounds to target
+_MAIN = {**_PROTOCOL, "model": None, "client_loss_samples": 100}
+_MAIN_ROUNDS = {
+    "mnist": {"iid": 70, "noniid": 150},
+    "cifar10": {"iid": 165, "noniid": 400},
+    "cifar100": {"iid": 285, "noniid": 170},
+}
+#: the first results of this project: 5 passes over the client's data, scheduled as then
+_EPOCHS = {
+    "model": "small_cnn",
+    "local_work": ("epochs", 5),
+    "eval_every": 1,
+    "screen_samples": 0,
+    "client_loss_samples": 50,
+    "policies": _PAIR,
+}
+_SMALL = {**_PROTOCOL, "model": "small_cnn"}
 
 
-def schedule(profile: str, dataset: str) -> dict[str, int]:
-    """Rounds per split, number of seeds and local epochs of ``dataset`` in ``profile``."""
+def _main(dataset: str, seeds: int, scale: float = 1.0) -> dict[str, Any]:
+    rounds = {k: int(round(v * scale)) for k, v in _MAIN_ROUNDS[dataset].items()}
+    return {**_MAIN, "dataset": dataset, "rounds": rounds, "seeds": seeds}
+
+
+#: panel settings per profile: dataset, model (None: the paper's), rounds per split, seeds,
+#: policies, local work, evaluation schedule (``eval_every``: full test set and, with
+#: ``client_loss_samples``, every client's loss; ``screen_samples``: see TrainSettings)
+PANELS: dict[str, dict[str, dict[str, Any]]] = {
+    "cpu": {
+        **{f"main_{d}": _main(d, 3) for d in DATASETS},
+        "power": {
+            **_SMALL,
+            "dataset": "mnist",
+            "rounds": {"iid": 120, "noniid": 200},
+            "seeds": 10,
+            "policies": _PAIR,
+        },
+        "epochs": {**_EPOCHS, "dataset": "mnist", "rounds": {"iid": 20, "noniid": 30}, "seeds": 2},
+        "fashion": {
+            **_SMALL,
+            "dataset": "fashion_mnist",
+            "rounds": {"iid": 150, "noniid": 300},
+            "seeds": 2,
+        },
+    },
+    "paper": {
+        **{f"main_{d}": _main(d, 5, scale=1.4) for d in DATASETS},
+        "power": {
+            **_SMALL,
+            "dataset": "mnist",
+            "rounds": {"iid": 150, "noniid": 250},
+            "seeds": 30,
+            "policies": _PAIR,
+        },
+        "epochs": {
+            **_EPOCHS,
+            "model": "mcmahan_cnn",
+            "dataset": "mnist",
+            "rounds": {"iid": 30, "noniid": 50},
+            "seeds": 3,
+        },
+        "fashion": {
+            **_SMALL,
+            "model": None,
+            "dataset": "fashion_mnist",
+            "rounds": {"iid": 200, "noniid": 400},
+            "seeds": 5,
+        },
+    },
+}
+_SMOKE = {
+    **_PROTOCOL,
+    "model": "small_cnn",
+    "local_work": ("steps", 2),
+    "eval_every": 1,
+    "screen_samples": 200,
+    "client_loss_samples": 5,
+    "rounds": {"iid": 2, "noniid": 2},
+    "seeds": 1,
+}
+PANELS["smoke"] = {
+    **{f"main_{d}": {**_SMOKE, "dataset": d} for d in DATASETS},
+    "power": {**_SMOKE, "dataset": "mnist", "policies": _PAIR, "seeds": 2},
+    "epochs": {
+        **_SMOKE,
+        **_EPOCHS,
+        "dataset": "mnist",
+        "rounds": {"iid": 1, "noniid": 1},
+        "seeds": 1,
+        "local_work": ("epochs", 1),
+    },
+    "fashion": {**_SMOKE, "dataset": "fashion_mnist", "policies": _PAIR},
+}
+
+
+def panel(name: str, profile: str) -> dict[str, Any]:
+    """The settings of panel ``name`` (``main_<dataset>``, ``power``, ``epochs``, ``fashion``)."""
     profile = require_choice("profile", profile, PROFILES)
+    return dict(PANELS[profile][require_choice("panel", name, PANELS[profile])])
+
+
+def schedule(profile: str, dataset: str) -> dict[str, Any]:
+    """Rounds per split, number of seeds and local work of ``dataset``'s Figs 5-7 panel."""
     dataset = require_choice("dataset", dataset, DATASETS)
-    return dict(_SCHEDULE[profile][dataset])
+    p = panel(f"main_{dataset}", profile)
+    return {**p["rounds"], "seeds": p["seeds"], "local_work": p["local_work"]}
 
 
 def dataset_section(
@@ -103,10 +213,31 @@ def dataset_section(
     """A configuration's ``dataset`` section: the real ``dataset`` (``subset``: its n_train /
     n_test limits), or for a CIFAR dataset in the smoke profile without the data on disk,
     CIFAR-shaped random data (``synthetic``; labelled as such wherever it is used)."""
-    if synthetic and dataset != "mnist":
+    if synthetic and dataset not in ("mnist", "fashion_mnist"):
         classes = 10 if dataset == "cifar10" else 100
         return {"name": "synthetic_cifar", "num_classes": classes, "n_train": 2000, "n_test": 200}
     return {"name": dataset, **(subset or {})}
+
+
+def _local_work(local_work: Sequence[Any]) -> dict[str, int]:
+    unit, count = local_work
+    unit = require_choice("local_work unit", unit, LOCAL_WORK_UNITS)
+    count = require_int("local_work count", count, minimum=1)
+    return {"local_steps": count} if unit == "steps" else {"local_epochs": count}
+
+
+def local_steps_per_round(local_work: Sequence[Any], client_size: int, batch_size: int) -> int:
+    """SGD steps one client takes in a round under either reading of local work.
+
+    ``("steps", K)``: K (eqs 16-18, K of Table I); ``("epochs", E)``: E passes of
+    ceil(size / batch) mini-batches (the last one the remainder).
+    """
+    settings = _local_work(local_work)
+    size = require_int("client_size", client_size, minimum=1)
+    batch = require_int("batch_size", batch_size, minimum=1)
+    if "local_steps" in settings:
+        return settings["local_steps"]
+    return settings["local_epochs"] * -(-size // batch)
 
 
 def aoi_config(
@@ -114,47 +245,70 @@ def aoi_config(
     split: str,
     policy: str,
     seed: int,
-    profile: str,
+    settings: Mapping[str, Any],
     *,
     synthetic: bool = False,
 ) -> dict[str, Any]:
-    """The training configuration of one curve of Figs 5-7 (see the module docstring).
-
-    One ``seed`` drives every stream of the run (partition, model initialisation, sampler,
-    mini-batches), so seeds are independent replicates of the whole experiment.
-    ``synthetic=True`` (CIFAR only) swaps in CIFAR-shaped synthetic data.
-    """
-    dataset = require_choice("dataset", dataset, DATASETS)
+    """The training configuration of one curve of a panel (``settings``: :func:`panel`)."""
+    dataset = require_choice("dataset", dataset, TRAIN_DATASETS)
     split = require_choice("split", split, SPLITS)
     policy = require_choice("policy", policy, POLICIES)
     seed = require_int("seed", seed, minimum=0)
-    sched = schedule(profile, dataset)
-    if synthetic and dataset == "mnist":
-        raise ValueError("synthetic=True is for the CIFAR datasets only (MNIST is available)")
-    model = copy.deepcopy(_MODELS[profile]["mnist" if dataset == "mnist" else "cifar"])
-    if dataset != "mnist":
+    if synthetic and dataset in ("mnist", "fashion_mnist"):
+        raise ValueError(
+            f"synthetic=True is for the CIFAR datasets only ({dataset} can be fetched)"
+        )
+    model: dict[str, Any] = {"name": settings["model"] or PAPER_MODELS[dataset]}
+    if dataset.startswith("cifar"):
         model["num_classes"] = 10 if dataset == "cifar10" else 100
     model["seed"] = seed
     partition: dict[str, Any] = {"name": "iid", "n_clients": N_CLIENTS, "seed": seed}
     if split == "noniid":
         partition.update(name="dirichlet", alpha=ALPHA)
-        if profile == "smoke":
-            partition["min_size"] = 1  # the tiny smoke datasets cannot give every client 10
+        if synthetic:
+            partition["min_size"] = 1  # the tiny synthetic datasets cannot give every client 10
+    training: dict[str, Any] = {
+        "rounds": settings["rounds"][split],
+        **_local_work(settings["local_work"]),
+        "batch_size": 50,
+        "seed": seed,
+        "eval_every": settings["eval_every"],
+        "lr": {"name": "exponential", "lr0": 0.1, "decay": 0.998},
+        "client_loss_samples": settings["client_loss_samples"],
+    }
+    if settings["screen_samples"]:
+        training.update(
+            screen_samples=settings["screen_samples"],
+            screen_target=TARGETS[dataset],
+            screen_margin=SCREEN_MARGIN[dataset],
+            keep_params=False,
+        )
     return {
         "dataset": dataset_section(dataset, synthetic),
         "partition": partition,
         "model": model,
         "sampler": {"name": policy, "m": M_SELECTED, "m_prime": M_PRIME, "seed": seed},
-        "training": {
-            "rounds": sched[split],
-            "local_epochs": sched["local_epochs"],
-            "batch_size": 50,
-            "seed": seed,
-            "eval_every": 1,
-            "lr": {"name": "exponential", "lr0": 0.1, "decay": 0.998},
-            "client_loss_samples": CLIENT_LOSS_SAMPLES[profile],
-        },
+        "training": training,
     }
+
+
+def panel_grid(
+    name: str,
+    profile: str,
+    *,
+    splits: Sequence[str] = SPLITS,
+    seeds: Sequence[int] | None = None,
+    synthetic: bool = False,
+) -> list[dict[str, Any]]:
+    """Every configuration of a panel, seed by seed (a finished seed is a complete pair)."""
+    p = panel(name, profile)
+    seeds = range(p["seeds"]) if seeds is None else seeds
+    return [
+        aoi_config(p["dataset"], split, policy, seed, p, synthetic=synthetic)
+        for seed in seeds
+        for split in splits
+        for policy in p["policies"]
+    ]
 
 
 def aoi_grid(
@@ -162,24 +316,11 @@ def aoi_grid(
     profile: str,
     *,
     splits: Sequence[str] = SPLITS,
-    policies: Sequence[str] | None = None,
     synthetic: bool = False,
 ) -> list[dict[str, Any]]:
-    """Every configuration of one dataset's figure: splits x policies x seeds.
-
-    ``policies`` defaults to all four, except in the smoke profile on CIFAR, where two suffice
-    to exercise the code path of the full-size CIFAR CNN (the MNIST smoke runs cover all four).
-    """
-    if policies is None:
-        cifar_smoke = profile == "smoke" and dataset != "mnist"
-        policies = ("random", "markov_optimal") if cifar_smoke else POLICIES
-    seeds = schedule(profile, dataset)["seeds"]
-    return [
-        aoi_config(dataset, split, policy, seed, profile, synthetic=synthetic)
-        for split in splits
-        for policy in policies
-        for seed in range(seeds)
-    ]
+    """Every configuration of one dataset's Figs 5-7 panel: seeds x splits x policies."""
+    dataset = require_choice("dataset", dataset, DATASETS)
+    return panel_grid(f"main_{dataset}", profile, splits=splits, synthetic=synthetic)
 
 
 def local_optima(

@@ -25,7 +25,14 @@ import torch
 from . import agnostic, algorithms, baselines, fedsum, synthetic
 from ._validation import require_choice, require_int
 from .algorithms import Algorithm
-from .cache import CheckpointStore, ResultStore, canonical_json, config_key
+from .cache import (
+    CheckpointStore,
+    ResultStore,
+    arrays_bytes,
+    atomic_write_bytes,
+    canonical_json,
+    config_key,
+)
 from .data import DatasetBundle, load_dataset, synthetic_cifar
 from .models import MODELS, build_model
 from .partition import (
@@ -147,7 +154,18 @@ TRAINING_DEFAULTS: dict[str, Any] = {
 #: training options added after results were first cached: a resolved configuration (hence
 #: its cache key) holds them only when they differ from these defaults, so that adding one
 #: never invalidates a cached result
-OPTIONAL_TRAINING: dict[str, Any] = {"full_information": False, "record_clients": True}
+OPTIONAL_TRAINING: dict[str, Any] = {
+    "full_information": False,
+    "record_clients": True,
+    "screen_samples": 0,
+    "screen_target": 0.0,
+    "screen_margin": 0.015,
+    # False: the final model is not part of the cached result (which stays small enough to
+    # commit) but goes to ``<cache>/weights/<key>.npz``, a folder that is not committed
+    "keep_params": True,
+}
+#: training options that configure the run's bookkeeping, not :class:`TrainSettings`
+_NOT_SETTINGS = ("lr", "algorithm", "keep_params")
 
 
 def _named(section: str, spec: Any, registry: Mapping[str, Callable[..., Any]]) -> Any:
@@ -160,8 +178,7 @@ def _named(section: str, spec: Any, registry: Mapping[str, Callable[..., Any]]) 
 def _training_parts(
     t: Mapping[str, Any],
 ) -> tuple[TrainSettings, Callable[[int], float], Algorithm]:
-    parts = ("lr", "algorithm")
-    settings = TrainSettings(**{k: v for k, v in t.items() if k not in parts})
+    settings = TrainSettings(**{k: v for k, v in t.items() if k not in _NOT_SETTINGS})
     return (
         settings,
         _named("training lr", t["lr"], LR_SCHEDULES),
@@ -363,6 +380,9 @@ def run_experiment(
     final = {k: v.numpy() for k, v in trainer.params.items()}
     sampler = trainer.sampler.config()
     result = {"history": history, "sampler": sampler, "torch_version": torch.__version__}
+    if not resolved["training"].get("keep_params", True):
+        atomic_write_bytes(results.root / "weights" / f"{key}.npz", arrays_bytes(final))
+        final = {}  # as a later cache hit gives it
     results.save(resolved, result, final)
     checkpoints.clear()
     return ExperimentResult(key, resolved, copy.deepcopy(history), final, sampler, False)

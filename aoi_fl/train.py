@@ -16,6 +16,14 @@ Every ``eval_every`` rounds the global model is evaluated on the test set and, o
 client's own training loss F_k is recorded (for the selection skew rho of the AoI paper, the
 objectives of problem (3) of the agnostic-FedAvg paper, the FedSUM training loss).
 
+With ``screen_samples`` (rounds to a target accuracy at a fraction of the evaluation cost), every
+round until the target is first reached is screened on a fixed seeded subset of the test set, and
+the full test set is evaluated in every round whose screen accuracy is within ``screen_margin``
+of ``screen_target`` (and at the scheduled evaluations). The first round whose full-test
+accuracy reaches the target is therefore found exactly unless the subset's accuracy falls more
+than ``screen_margin`` below the full set's in that very round; the records let a caller check
+that gap on every round where both were measured (:func:`screen_gaps`).
+
 In the ``full_information`` mode (the K-Vib paper's metrics) *every* client trains from the
 round's model before the sampler draws; the sampler may see all update norms
 (:meth:`Sampler.inform`, used only by the full-information optimum), only the selected clients'
@@ -161,6 +169,19 @@ def per_sample_losses(
     return torch.cat(parts) if parts else torch.zeros(0)
 
 
+def screen_gaps(history: Mapping[str, list]) -> np.ndarray:
+    """Full-test minus screen accuracy on every round where both were measured (screened runs).
+
+    The first crossing of the target can be missed only in a round where this gap exceeds the
+    screening margin, so its maximum over a run is the check that none was.
+    """
+    screen = history["screen_accuracy"]  # entry t - 1 belongs to round t
+    full = dict(zip(history["eval_round"], history["test_accuracy"], strict=True))
+    return np.array(
+        [full[t] - a for t, a in enumerate(screen, start=1) if a is not None and t in full]
+    )
+
+
 def rounds_to_target(
     accuracy: Sequence[float | None] | Mapping[int, float | None],
     target: float,
@@ -234,6 +255,11 @@ class TrainSettings:
     #: record each round's selected ids, weights and update norms (off: scalar records only,
     #: which keeps long grids of cached results small)
     record_clients: bool = True
+    #: size of the fixed test subset that screens every round for the target (0: off; see the
+    #: module docstring); the full test set is evaluated when the screen is within the margin
+    screen_samples: int = 0
+    screen_target: float = 0.0
+    screen_margin: float = 0.015
 
     def __post_init__(self) -> None:
         for name in ("full_information", "record_clients"):
@@ -251,6 +277,12 @@ class TrainSettings:
         require_choice("engine", self.engine, ENGINES)
         if self.client_chunk is not None:
             require_int("client_chunk", self.client_chunk, minimum=1)
+        require_int("screen_samples", self.screen_samples, minimum=0)
+        if self.screen_samples:
+            require_real("screen_target", self.screen_target, minimum=0.0, maximum=1.0)
+            require_real("screen_margin", self.screen_margin, minimum=0.0, maximum=1.0)
+            if self.loss != "cross_entropy":
+                raise ValueError("screen_samples needs an accuracy: loss must be 'cross_entropy'")
 
 
 HISTORY_KEYS = (
@@ -272,6 +304,9 @@ FULL_INFORMATION_KEYS = (
     "squared_error",
     "expected_squared_error",
 )
+#: records added by screening: the screen accuracy after each round (None once the target was
+#: reached) and the rounds at which ``client_losses`` were taken (the scheduled evaluations only)
+SCREEN_KEYS = ("screen_accuracy", "client_loss_round")
 
 
 def _subset(everyone: ClientUpdates, selection: Selection) -> ClientUpdates:
@@ -329,7 +364,12 @@ class FederatedTrainer:
         self.history: dict[str, list] = {key: [] for key in self._history_keys()}
 
     def _history_keys(self) -> tuple[str, ...]:
-        return HISTORY_KEYS + (FULL_INFORMATION_KEYS if self.settings.full_information else ())
+        s = self.settings
+        return (
+            HISTORY_KEYS
+            + (FULL_INFORMATION_KEYS if s.full_information else ())
+            + (SCREEN_KEYS if s.screen_samples else ())
+        )
 
     def _schedule(self, t: int, client: int) -> np.ndarray:
         s = self.settings
@@ -391,13 +431,43 @@ class FederatedTrainer:
         sums.index_add_(0, self._loss_owner, per_sample.double())
         return (sums / self._loss_counts).tolist()
 
-    def _record_evaluation(self) -> None:
+    def screen_split(self) -> TensorSplit:
+        """The fixed seeded subset of the test set that screens for the target."""
+        if not hasattr(self, "_screen"):
+            test = self.data.test
+            take = generator(self.settings.seed, "screen").permutation(len(test))
+            rows = torch.from_numpy(np.sort(take[: self.settings.screen_samples]))
+            self._screen = TensorSplit(test.x[rows], test.y[rows])
+        return self._screen
+
+    def _target_reached(self) -> bool:
+        target = self.settings.screen_target
+        return any(a is not None and a >= target for a in self.history["test_accuracy"])
+
+    def _record_evaluation(self, *, scheduled: bool = True) -> None:
         loss, accuracy = self.evaluate()
-        self.history["eval_round"].append(self.round)
-        self.history["test_loss"].append(loss)
-        self.history["test_accuracy"].append(accuracy)
-        if self.settings.client_loss_samples:
-            self.history["client_losses"].append(self.client_losses())
+        h = self.history
+        h["eval_round"].append(self.round)
+        h["test_loss"].append(loss)
+        h["test_accuracy"].append(accuracy)
+        if self.settings.client_loss_samples and scheduled:
+            h["client_losses"].append(self.client_losses())
+            if self.settings.screen_samples:
+                h["client_loss_round"].append(self.round)
+
+    def _evaluate_after_round(self) -> None:
+        s = self.settings
+        scheduled = self.round % s.eval_every == 0 or self.round == s.rounds
+        if not s.screen_samples:
+            if scheduled:
+                self._record_evaluation()
+            return
+        screen = None
+        if not self._target_reached():
+            screen = evaluate(self.model, self.params, self.screen_split(), s.loss)[1]
+        self.history["screen_accuracy"].append(screen)
+        if scheduled or (screen is not None and screen >= s.screen_target - s.screen_margin):
+            self._record_evaluation(scheduled=scheduled)
 
     def _evaluate_initial_model(self) -> None:
         if not self.history["eval_round"]:
@@ -443,8 +513,7 @@ class FederatedTrainer:
             h["selected"].append(selection.ids.tolist())
             h["weights"].append(selection.weights.tolist())
             h["update_norms"].append(norms.tolist())
-        if self.round % self.settings.eval_every == 0 or self.round == self.settings.rounds:
-            self._record_evaluation()
+        self._evaluate_after_round()
 
     def run(
         self,
