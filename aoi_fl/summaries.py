@@ -7,10 +7,12 @@ returns plain NumPy arrays or pandas tables; notebooks only print and plot them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 
 def sample_sd(values: Sequence[float] | np.ndarray) -> float:
@@ -116,11 +118,288 @@ def final_accuracy_table(results: Iterable[Any], last: int = 5) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(["split", "policy"])
 
 
+# Paired comparison over seeds. Within one seed every policy sees the same partition, model
+# initialisation and mini-batches, so the seed-to-seed spread they share cancels in the per-seed
+# difference R_fast - R_slow; intervals and power are computed on those differences.
+
+
+def paired_differences(
+    results: Iterable[Any], target: float, fast: str = "markov_optimal", slow: str = "random"
+) -> pd.DataFrame:
+    """Rounds to ``target`` of ``fast`` and ``slow`` per (split, seed), and their difference.
+
+    Columns: ``fast``, ``slow`` (rounds to target) and ``difference`` = R_fast - R_slow, so a
+    negative difference means ``fast`` got there sooner. Only seeds run with both policies are
+    kept: an unpaired run has nothing to be compared with. A run that never reached the target
+    has NaN rounds, and so does its difference; :func:`paired_interval` refuses such differences
+    rather than guess how long the run would have needed.
+    """
+    groups = group_runs(results)
+    rows = []
+    for split in sorted({s for s, _ in groups}):
+        by_policy = {p: _by_seed(groups.get((split, p), []), split, p) for p in (fast, slow)}
+        for seed in sorted(by_policy[fast].keys() & by_policy[slow].keys()):
+            r_fast, r_slow = (_rounds(by_policy[p][seed], target) for p in (fast, slow))
+            rows.append(
+                {
+                    "split": split,
+                    "seed": seed,
+                    fast: r_fast,
+                    slow: r_slow,
+                    "difference": r_fast - r_slow,
+                }
+            )
+    columns = ["split", "seed", fast, slow, "difference"]
+    return pd.DataFrame(rows, columns=columns).set_index(["split", "seed"])
+
+
+def _by_seed(runs: Sequence[Any], split: str, policy: str) -> dict[int, Any]:
+    # Two runs with one seed (e.g. two datasets or profiles mixed) would make the pairing
+    # ambiguous, so they are refused instead of one being picked silently.
+    out: dict[int, Any] = {}
+    for r in runs:
+        seed = r.config["training"]["seed"]
+        if seed in out:
+            raise ValueError(
+                f"results: two {split}/{policy} runs with seed {seed}; "
+                "pass the runs of one dataset and profile at a time"
+            )
+        out[seed] = r
+    return out
+
+
+def _rounds(run: Any, target: float) -> float:
+    rounds = run.rounds_to_target(target)
+    return float("nan") if rounds is None else float(rounds)
+
+
+@dataclass(frozen=True)
+class PairedInterval:
+    """Confidence interval [low, high] of the mean paired difference at confidence ``level``.
+
+    ``n`` differences with mean ``mean`` and sample standard deviation ``sd`` (divisor n - 1);
+    ``method`` is ``"t"`` or ``"bootstrap"``.
+    """
+
+    n: int
+    mean: float
+    sd: float
+    low: float
+    high: float
+    method: str
+    level: float
+
+
+def paired_interval(
+    differences: Sequence[float] | np.ndarray | pd.Series,
+    level: float = 0.95,
+    method: str = "t",
+    seed: int = 0,
+    resamples: int = 10_000,
+) -> PairedInterval:
+    """Confidence interval of the mean of paired differences (one per seed).
+
+    ``method="t"``: mean ± t_{(1+level)/2, n-1} · sd / sqrt(n), exact for normal differences.
+    ``method="bootstrap"``: percentile bootstrap of the mean from ``resamples`` resamples drawn
+    with ``numpy.random.default_rng(seed)``, so the interval is reproducible and no global
+    random state is touched. It assumes no normality but is too narrow for a handful of seeds
+    (it ignores the n - 1 in the t quantile); it is a check on the t interval, not a substitute.
+
+    NaN differences (a run that never reached the target) are refused: dropping them would keep
+    only the seeds where the slower policy got there, and the horizon must be extended instead.
+    """
+    values = np.asarray(differences, dtype=float)
+    if values.ndim != 1:
+        raise ValueError(f"differences must be one-dimensional, got shape {values.shape}")
+    if np.isnan(values).any():
+        raise ValueError(
+            f"differences: {int(np.isnan(values).sum())} of {values.size} are NaN (a run did not "
+            "reach the target, so it cannot be paired); extend the number of rounds"
+        )
+    if not np.isfinite(values).all():
+        raise ValueError("differences must be finite")
+    if values.size < 2:
+        raise ValueError(f"differences: need at least 2 values, got {values.size}")
+    _check_probability("level", level)
+    if method not in ("t", "bootstrap"):
+        raise ValueError(f"unknown method {method!r}; valid: t, bootstrap")
+    n, mean, sd = values.size, float(values.mean()), sample_sd(values)
+    if method == "t":
+        half = float(stats.t.ppf((1 + level) / 2, n - 1)) * sd / np.sqrt(n)
+        low, high = mean - half, mean + half
+    else:
+        if resamples < 1:
+            raise ValueError(f"resamples must be at least 1, got {resamples}")
+        rng = np.random.default_rng(seed)
+        means = values[rng.integers(0, n, size=(resamples, n))].mean(axis=1)
+        low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return PairedInterval(n, mean, sd, float(low), float(high), method, level)
+
+
+def _check_probability(name: str, value: float) -> None:
+    if not 0 < value < 1:  # also false for NaN
+        raise ValueError(f"{name} must lie strictly between 0 and 1, got {value}")
+
+
+def minimum_detectable_effect(sd: float, n: int, level: float = 0.95, power: float = 0.8) -> float:
+    """Smallest true mean difference that ``n`` paired seeds detect with probability ``power``.
+
+    For a two-sided paired t-test at confidence ``level`` (significance a = 1 - level) on
+    differences with standard deviation ``sd``::
+
+        MDE = (t_{1-a/2, n-1} + t_{power, n-1}) · sd / sqrt(n)
+
+    the usual normal-approximation formula with Student-t quantiles in place of normal ones
+    (slightly optimistic against the exact noncentral-t power for very small n). It shrinks like
+    1 / sqrt(n): halving the MDE takes about four times as many seeds. A claimed effect below it
+    cannot be told apart from no effect by this many seeds.
+    """
+    if not (np.isfinite(sd) and sd >= 0):
+        raise ValueError(f"sd must be finite and non-negative, got {sd}")
+    if n < 2:
+        raise ValueError(f"n must be at least 2, got {n}")
+    _check_probability("level", level)
+    _check_probability("power", power)
+    quantiles = stats.t.ppf(1 - (1 - level) / 2, n - 1) + stats.t.ppf(power, n - 1)
+    return float(quantiles * sd / np.sqrt(n))
+
+
+class Verdict(NamedTuple):
+    """A verdict label and a one-line reason quoting the interval and the claim."""
+
+    label: str
+    reason: str
+
+
+def verdict(interval: PairedInterval, claimed: float, relative_to: float | None = None) -> Verdict:
+    """Whether an interval of R_fast - R_slow supports the claim "fast is faster by ``claimed``".
+
+    ``claimed`` > 0 is the claimed speed-up R_slow - R_fast in rounds (the paper's MNIST IID
+    45 - 39 = 6). With ``relative_to``, ``claimed`` is instead a relative speed-up (the paper's
+    (45 - 39) / 45) and the claim in rounds is ``claimed * relative_to``; pass our mean R_slow
+    so that a claim made at the paper's scale is tested at ours.
+
+    The interval is tested against two values, no speed-up (0) and the claimed one (-claim):
+
+    - "held": every value is a speed-up (high < 0) and the claimed one is not excluded;
+    - "held (smaller effect than claimed)": every value is a speed-up, but a smaller one than
+      claimed (-claim < low and high < 0);
+    - "not held": every value is a smaller speed-up than claimed, and the interval reaches
+      no speed-up or a slow-down (-claim < low, 0 <= high);
+    - "inconclusive at this power": the interval holds both 0 and -claim; more seeds are needed
+      (see :func:`minimum_detectable_effect`).
+
+    An interval entirely below -claim (a larger speed-up than claimed) is "held".
+    """
+    if not (np.isfinite(claimed) and claimed > 0):
+        raise ValueError(
+            f"claimed must be a positive speed-up, got {claimed}; swap fast and slow if the "
+            "claim is that the first policy is slower"
+        )
+    if relative_to is not None and not (np.isfinite(relative_to) and relative_to > 0):
+        raise ValueError(f"relative_to must be a positive number of rounds, got {relative_to}")
+    claim = claimed * relative_to if relative_to is not None else claimed
+    speedup, smaller = interval.high < 0, interval.low > -claim
+    if speedup and smaller:
+        label = "held (smaller effect than claimed)"
+    elif speedup:
+        label = "held"
+    elif smaller:
+        label = "not held"
+    else:
+        label = "inconclusive at this power"
+    reason = (
+        f"{interval.level:.0%} {interval.method} interval of R_fast - R_slow "
+        f"[{interval.low:.3g}, {interval.high:.3g}] (n = {interval.n}) "
+        f"{_position(interval, 0.0, 'no speed-up')}, "
+        f"{_position(interval, -claim, 'the claimed speed-up')}"
+    )
+    return Verdict(label, reason)
+
+
+def _position(interval: PairedInterval, value: float, name: str) -> str:
+    if interval.high < value:
+        return f"lies below {value:.3g} ({name})"
+    if interval.low > value:
+        return f"lies above {value:.3g} ({name})"
+    return f"contains {value:.3g} ({name})"
+
+
+def paired_table(
+    results: Iterable[Any],
+    target: float,
+    paper: Mapping[tuple[str, str], Mapping[str, int]] | None = None,
+    dataset: str | None = None,
+    fast: str = "markov_optimal",
+    slow: str = "random",
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Paired comparison of ``fast`` with ``slow`` per split, against the paper's numbers.
+
+    Columns: paired seeds ``n`` and how many pairs reached the target in both runs, mean and sd of
+    R_fast - R_slow, its t and bootstrap intervals (:func:`paired_interval`), the relative
+    speed-up (mean R_slow - mean R_fast) / mean R_slow, the paper's rounds for both policies and
+    their difference (``paper[(dataset, split)]``, NaN where it gives none), the minimum
+    detectable effect at 80% power (:func:`minimum_detectable_effect`) and the verdict on the t
+    interval (:func:`verdict`). The paper's claim is tested as a relative speed-up scaled to our
+    mean R_slow, since rounds to target at another model or profile are not the paper's rounds.
+
+    Statistics and the verdict are missing (NaN) for a split where fewer than two pairs exist or a
+    run missed the target, as in :func:`speedup_table`: pairs that reached it would be a
+    selection favouring the policy that missed more often. The verdict is also missing where the
+    paper gives no speed-up of ``fast`` over ``slow`` to test.
+    """
+    diffs = paired_differences(results, target, fast, slow)
+    rows = []
+    for split in diffs.index.get_level_values("split").unique():
+        d = diffs.loc[split]
+        reported = paper.get((dataset, split), {}) if paper is not None else {}
+        paper_fast, paper_slow = (float(reported.get(p, np.nan)) for p in (fast, slow))
+        row: dict[str, Any] = {
+            "split": split,
+            "n": len(d),
+            "reached": f"{int(d['difference'].notna().sum())}/{len(d)}",
+            f"paper {fast}": paper_fast,
+            f"paper {slow}": paper_slow,
+            "paper difference": paper_fast - paper_slow,
+        }
+        row.update(_paired_statistics(d, fast, slow, level, paper_fast, paper_slow))
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("split") if rows else pd.DataFrame()
+
+
+def _paired_statistics(
+    d: pd.DataFrame, fast: str, slow: str, level: float, paper_fast: float, paper_slow: float
+) -> dict[str, Any]:
+    pct = f"{level:.0%}"
+    columns = ["mean difference", "sd", f"t {pct} low", f"t {pct} high"]
+    columns += [f"bootstrap {pct} low", f"bootstrap {pct} high", "speed-up", "MDE (80% power)"]
+    if len(d) < 2 or d["difference"].isna().any():
+        return dict.fromkeys(columns, np.nan) | {"verdict": None}
+    t = paired_interval(d["difference"], level, "t")
+    boot = paired_interval(d["difference"], level, "bootstrap")
+    mean_slow = float(d[slow].mean())
+    speedup = (mean_slow - float(d[fast].mean())) / mean_slow
+    mde = minimum_detectable_effect(t.sd, t.n, level)
+    values = [t.mean, t.sd, t.low, t.high, boot.low, boot.high, speedup, mde]
+    paper_speedup = (paper_slow - paper_fast) / paper_slow
+    # NaN (no paper number) compares False, so no claim gives no verdict
+    label = verdict(t, paper_speedup, mean_slow).label if paper_speedup > 0 else None
+    return dict(zip(columns, values, strict=True)) | {"verdict": label}
+
+
 __all__ = [
+    "PairedInterval",
+    "Verdict",
     "accuracy_curves",
     "final_accuracy_table",
     "group_runs",
+    "minimum_detectable_effect",
+    "paired_differences",
+    "paired_interval",
+    "paired_table",
     "rounds_to_target_table",
     "sample_sd",
     "speedup_table",
+    "verdict",
 ]
