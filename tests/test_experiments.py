@@ -1,5 +1,6 @@
 """The AoI training configurations follow the paper's Sec. V, and tables summarise runs."""
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -7,53 +8,132 @@ import pytest
 
 from aoi_fl import experiments as ex
 from aoi_fl import summaries
-from aoi_fl.runs import resolve_config
+import torch
+
+from aoi_fl.runs import build_trainer, resolve_config
 from aoi_fl.train import rounds_to_target
+
+DATA = str(Path(__file__).resolve().parents[1] / "data")
 
 
 def test_paper_profile_is_the_papers_setting():
-    c = ex.aoi_config("mnist", "noniid", "markov_optimal", 0, "paper")
-    assert c["model"]["name"] == "mcmahan_cnn"
+    c = ex.aoi_config("mnist", "noniid", "probabilistic", 0, ex.panel("main_mnist", "paper"))
+    assert c["model"] == {"name": "mcmahan_cnn", "seed": 0}
     assert c["partition"] == {"name": "dirichlet", "n_clients": 100, "seed": 0, "alpha": 0.3}
-    assert c["sampler"] == {"name": "markov_optimal", "m": 15, "m_prime": 10, "seed": 0}
+    assert c["sampler"] == {"name": "probabilistic", "m": 15, "m_prime": 10, "seed": 0}
     t = c["training"]
-    assert (t["local_epochs"], t["batch_size"]) == (5, 50)
+    # K = 5 local SGD steps of batch 50 (Table I, eqs 16-18), not 5 passes over the data
+    assert (t["local_steps"], t["batch_size"]) == (5, 50) and "local_epochs" not in t
     assert t["lr"] == {"name": "exponential", "lr0": 0.1, "decay": 0.998}
-    assert ex.aoi_config("cifar100", "iid", "random", 0, "paper")["model"] == {
+    assert ex.aoi_grid("cifar100", "paper")[0]["model"] == {
         "name": "mcmahan_cifar_cnn",
         "num_classes": 100,
         "seed": 0,
     }
 
 
-def test_cpu_profile_changes_only_model_rounds_and_seeds():
-    paper = ex.aoi_config("mnist", "iid", "random", 1, "paper")
-    cpu = ex.aoi_config("mnist", "iid", "random", 1, "cpu")
-    assert cpu["model"]["name"] == "small_cnn"
-    for section in ("dataset", "partition", "sampler"):
-        assert cpu[section] == paper[section]
-    differing = {k for k in paper["training"] if paper["training"][k] != cpu["training"][k]}
-    assert differing == {"rounds", "client_loss_samples"}
+@pytest.mark.parametrize("dataset", ex.DATASETS)
+def test_cpu_profile_differs_from_paper_only_in_seeds_and_horizons(dataset):
+    paper, cpu = ex.aoi_grid(dataset, "paper"), ex.aoi_grid(dataset, "cpu")
+    assert len(paper) > len(cpu)
+    for p, c in zip(paper, cpu):  # both grids are ordered seed by seed
+        assert {k for k in p if p[k] != c[k]} == {"training"}
+        t_paper, t_cpu = p["training"], c["training"]
+        assert {k for k in t_paper if t_paper[k] != t_cpu[k]} == {"rounds"}
+        assert t_cpu["rounds"] <= t_paper["rounds"]
+
+
+def test_cpu_horizons_are_one_and_a_half_times_the_papers_rounds():
+    for split in ex.SPLITS:
+        paper_rounds = max(ex.PAPER_ROUNDS_TO_TARGET[("mnist", split)].values())
+        assert ex.schedule("cpu", "mnist")[split] >= 1.5 * paper_rounds
+
+
+@pytest.mark.parametrize(
+    ("local_work", "size", "steps"),
+    [
+        (("steps", 5), 600, 5),  # the paper's reading: K local SGD steps
+        (("steps", 5), 30, 5),  # K steps whatever the client's size
+        (("epochs", 5), 600, 60),  # 5 passes of 12 batches of 50
+        (("epochs", 1), 620, 13),  # the last batch is the remainder of 20
+        (("epochs", 2), 10, 2),  # a client smaller than a batch takes one step per epoch
+    ],
+)
+def test_both_readings_of_local_work_give_the_documented_steps(local_work, size, steps):
+    assert ex.local_steps_per_round(local_work, size, 50) == steps
+
+
+@pytest.mark.parametrize(("unit", "count"), [("steps", 5), ("epochs", 2)])
+def test_trainer_takes_the_documented_number_of_steps(unit, count):
+    """The trainer's schedule of a client has as many mini-batches as the reading says."""
+    settings = {**ex.panel("power", "smoke"), "local_work": (unit, count)}
+    config = ex.aoi_config("mnist", "noniid", "random", 0, settings)
+    trainer = build_trainer(config, DATA)
+    for client in (0, 7, 42):
+        size = len(trainer.data.partition[client])
+        assert len(trainer._schedule(3, client)) == ex.local_steps_per_round(
+            (unit, count), size, 50
+        )
+
+
+@pytest.mark.parametrize("name", ["main_mnist", "power", "fashion"])
+def test_a_seed_pairs_every_policy_on_the_same_partition_init_and_batches(name):
+    """Within a seed only the selection differs between policies (the paired design)."""
+    grid = ex.panel_grid(name, "cpu", splits=["noniid"], seeds=[1])
+    assert len({c["sampler"]["name"] for c in grid}) == len(grid) >= 2
+    trainers = [build_trainer(c, DATA) for c in grid]
+    first = trainers[0]
+    for other in trainers[1:]:
+        assert all(
+            np.array_equal(a, b)
+            for a, b in zip(first.data.partition, other.data.partition, strict=True)
+        )
+        assert all(torch.equal(first.params[k], other.params[k]) for k in first.params)
+        for t, client in ((0, 3), (17, 99)):
+            assert np.array_equal(first._schedule(t, client), other._schedule(t, client))
+        assert torch.equal(first.screen_split().x, other.screen_split().x)
+    assert {t.sampler.name for t in trainers} == set(ex.panel(name, "cpu")["policies"])
 
 
 @pytest.mark.parametrize("profile", ["smoke", "cpu", "paper"])
-def test_every_grid_configuration_resolves(profile):
-    for dataset in ex.DATASETS:
-        grid = ex.aoi_grid(dataset, profile, synthetic=profile == "smoke" and dataset != "mnist")
-        seeds = ex.schedule(profile, dataset)["seeds"]
-        policies = 2 if profile == "smoke" and dataset != "mnist" else 4
-        assert len(grid) == 2 * policies * seeds
+def test_every_panel_configuration_resolves(profile):
+    for name, settings in ex.PANELS[profile].items():
+        synthetic = profile == "smoke" and settings["dataset"].startswith("cifar")
+        grid = ex.panel_grid(name, profile, synthetic=synthetic)
+        assert len(grid) == 2 * len(settings["policies"]) * settings["seeds"]
         for c in grid:
             resolve_config(c)
 
 
+def test_epochs_panel_is_the_first_results_configuration():
+    """The sensitivity panel keeps the configuration cached before the steps reading."""
+    c = ex.panel_grid("epochs", "cpu")[0]
+    assert c["model"] == {"name": "small_cnn", "seed": 0}
+    assert c["training"] == {
+        "rounds": 20,
+        "local_epochs": 5,
+        "batch_size": 50,
+        "seed": 0,
+        "eval_every": 1,
+        "lr": {"name": "exponential", "lr0": 0.1, "decay": 0.998},
+        "client_loss_samples": 50,
+    }
+
+
 def test_bad_arguments():
+    settings = ex.panel("main_mnist", "cpu")
     with pytest.raises(ValueError, match="unknown split 'mixed'; valid: iid, noniid"):
-        ex.aoi_config("mnist", "mixed", "random", 0, "cpu")
+        ex.aoi_config("mnist", "mixed", "random", 0, settings)
     with pytest.raises(ValueError, match="synthetic=True is for the CIFAR datasets only"):
-        ex.aoi_config("mnist", "iid", "random", 0, "cpu", synthetic=True)
+        ex.aoi_config("mnist", "iid", "random", 0, settings, synthetic=True)
     with pytest.raises(ValueError, match="unknown dataset"):
         ex.schedule("cpu", "emnist")
+    with pytest.raises(ValueError, match="unknown panel 'fig9'"):
+        ex.panel("fig9", "cpu")
+    with pytest.raises(ValueError, match="unknown local_work unit 'passes'"):
+        ex.local_steps_per_round(("passes", 5), 600, 50)
+    with pytest.raises(ValueError, match="local_work count"):
+        ex.local_steps_per_round(("steps", 0), 600, 50)
 
 
 def test_missing_cifar_is_reported_not_faked(tmp_path):
@@ -111,12 +191,15 @@ def test_rounds_to_target_table_and_speedup():
 
 
 def test_smoke_run_on_real_mnist_learns(tmp_path):
-    # one round, 15 clients x 600 real MNIST samples x 1 epoch: far above chance (0.1)
+    # two rounds, 15 clients x 2 local steps of 50 real MNIST samples: well above chance (0.1)
     from aoi_fl.runs import run_experiment
 
-    config = ex.aoi_config("mnist", "iid", "markov_optimal", 0, "smoke")
-    result = run_experiment(config, cache_dir=str(tmp_path), progress=False)
+    config = ex.aoi_grid("mnist", "smoke")[3]
+    result = run_experiment(config, cache_dir=str(tmp_path), progress=False, data_root=DATA)
     accuracy = result.history["test_accuracy"]
-    assert accuracy[0] < 0.2 < 0.5 < accuracy[-1]
-    again = run_experiment(config, cache_dir=str(tmp_path), progress=False)
+    assert accuracy[0] < 0.2 < 0.25 < accuracy[-1]
+    again = run_experiment(config, cache_dir=str(tmp_path), progress=False, data_root=DATA)
     assert again.cached and again.history == result.history
+    # the final weights of a screened run stay out of the cache, in its uncommitted weights/
+    assert result.final_params == again.final_params == {}
+    assert (tmp_path / "weights" / f"{result.key}.npz").is_file()
