@@ -5,11 +5,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 
 from aoi_fl import experiments as ex
 from aoi_fl import summaries
-import torch
-
 from aoi_fl.runs import build_trainer, resolve_config
 from aoi_fl.train import rounds_to_target
 
@@ -36,7 +35,7 @@ def test_paper_profile_is_the_papers_setting():
 def test_cpu_profile_differs_from_paper_only_in_seeds_and_horizons(dataset):
     paper, cpu = ex.aoi_grid(dataset, "paper"), ex.aoi_grid(dataset, "cpu")
     assert len(paper) > len(cpu)
-    for p, c in zip(paper, cpu):  # both grids are ordered seed by seed
+    for p, c in zip(paper, cpu, strict=False):  # seed by seed; paper has more seeds
         assert {k for k in p if p[k] != c[k]} == {"training"}
         t_paper, t_cpu = p["training"], c["training"]
         assert {k for k in t_paper if t_paper[k] != t_cpu[k]} == {"rounds"}
