@@ -98,6 +98,7 @@ _PROTOCOL: dict[str, Any] = {
     "screen_samples": 2000,
     "client_loss_samples": 0,
     "policies": POLICIES,
+    "test_subset": None,
 }
 #: Figs 5-7: horizons at least 1.5 times the paper's slowest rounds to target
 _MAIN = {**_PROTOCOL, "model": None, "client_loss_samples": 100}
@@ -114,6 +115,7 @@ _EPOCHS = {
     "screen_samples": 0,
     "client_loss_samples": 50,
     "policies": _PAIR,
+    "test_subset": None,
 }
 _SMALL = {**_PROTOCOL, "model": "small_cnn"}
 
@@ -178,6 +180,8 @@ _SMOKE = {
     "client_loss_samples": 5,
     "rounds": {"iid": 2, "noniid": 2},
     "seeds": 1,
+    # the first 1,000 test images: evaluating all 10,000 after every round dominated the cost
+    "test_subset": 1000,
 }
 PANELS["smoke"] = {
     "main_mnist": {**_SMOKE, "dataset": "mnist"},
@@ -194,6 +198,7 @@ PANELS["smoke"] = {
         "rounds": {"iid": 1, "noniid": 1},
         "seeds": 1,
         "local_work": ("epochs", 1),
+        "test_subset": 1000,
     },
     "fashion": {**_SMOKE, "dataset": "fashion_mnist", "policies": _PAIR},
 }
@@ -289,7 +294,9 @@ def aoi_config(
             keep_params=False,
         )
     return {
-        "dataset": dataset_section(dataset, synthetic),
+        "dataset": dataset_section(
+            dataset, synthetic, settings["test_subset"] and {"n_test": settings["test_subset"]}
+        ),
         "partition": partition,
         "model": model,
         "sampler": {"name": policy, "m": M_SELECTED, "m_prime": M_PRIME, "seed": seed},

@@ -338,6 +338,12 @@ class ExperimentResult:
         return rounds_to_target(h["test_accuracy"], target, rounds=h["eval_round"])
 
 
+def _cached(resolved: dict, hit: tuple[dict, dict[str, np.ndarray]]) -> ExperimentResult:
+    result, arrays = hit
+    key = config_key(resolved)
+    return ExperimentResult(key, resolved, result["history"], arrays, result["sampler"], True)
+
+
 def run_experiment(
     config: Mapping[str, Any],
     *,
@@ -358,8 +364,7 @@ def run_experiment(
     key = config_key(resolved)
     results = ResultStore(cache_dir)
     if not rerun and (hit := results.load(resolved)) is not None:
-        result, arrays = hit
-        return ExperimentResult(key, resolved, result["history"], arrays, result["sampler"], True)
+        return _cached(resolved, hit)
     checkpoints = CheckpointStore(cache_dir, resolved)
     if rerun:
         checkpoints.clear()
@@ -386,6 +391,25 @@ def run_experiment(
     results.save(resolved, result, final)
     checkpoints.clear()
     return ExperimentResult(key, resolved, copy.deepcopy(history), final, sampler, False)
+
+
+def cached_results(
+    configs: Iterable[dict[str, Any]], *, cache_dir: str = "results"
+) -> tuple[list[ExperimentResult], int]:
+    """(the results of ``configs`` already in the cache, in order; how many are missing).
+
+    For looking at a grid while it is still being computed (over several sittings); nothing
+    is trained.
+    """
+    store = ResultStore(cache_dir)
+    found, missing = [], 0
+    for config in configs:
+        resolved = resolve_config(config)
+        if (hit := store.load(resolved)) is None:
+            missing += 1
+        else:
+            found.append(_cached(resolved, hit))
+    return found, missing
 
 
 def _run_one(args: tuple[dict, str, bool, str, int | None]) -> str:

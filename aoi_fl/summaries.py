@@ -33,13 +33,47 @@ def group_runs(results: Iterable[Any]) -> dict[tuple[str, str], list[Any]]:
     return {k: sorted(v, key=lambda r: r.config["training"]["seed"]) for k, v in groups.items()}
 
 
-def accuracy_curves(runs: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """(evaluation rounds, accuracy array of shape (seeds, evaluations)) of a group of runs."""
-    rounds = np.asarray(runs[0].history["eval_round"])
-    for r in runs[1:]:
-        if not np.array_equal(r.history["eval_round"], rounds):
-            raise ValueError("runs of one group must be evaluated at the same rounds")
-    return rounds, np.array([r.history["test_accuracy"] for r in runs], dtype=float)
+def accuracy_curves(runs: Sequence[Any], *, common: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(evaluation rounds, accuracy array of shape (seeds, evaluations)) of a group of runs.
+
+    Runs of a group must be evaluated at the same rounds, unless ``common``: then only the
+    rounds every run evaluated are kept (screened runs add rounds of their own near the target,
+    see :class:`aoi_fl.train.TrainSettings`, around a common schedule).
+    """
+    histories = [r.history for r in runs]
+    rounds = np.asarray(histories[0]["eval_round"])
+    if common:
+        for h in histories[1:]:
+            rounds = np.intersect1d(rounds, h["eval_round"])
+    elif any(not np.array_equal(h["eval_round"], rounds) for h in histories[1:]):
+        raise ValueError("runs of one group must be evaluated at the same rounds")
+    acc = [dict(zip(h["eval_round"], h["test_accuracy"], strict=True)) for h in histories]
+    return rounds, np.array([[a[t] for t in rounds] for a in acc], dtype=float)
+
+
+def screening_check(results: Iterable[Any], margin: float) -> pd.DataFrame:
+    """Per (split, policy): the largest full-test minus screen accuracy over the rounds where
+    both were measured (:func:`aoi_fl.train.screen_gaps`), over every seed, against ``margin``.
+
+    A first crossing of the target can be missed only in a round where this gap exceeds the
+    margin; the table shows how far below it the measured gaps stay.
+    """
+    from .train import screen_gaps
+
+    rows = []
+    for (split, policy), runs in sorted(group_runs(results).items()):
+        gaps = np.concatenate([screen_gaps(r.history) for r in runs])
+        rows.append(
+            {
+                "split": split,
+                "policy": policy,
+                "rounds compared": gaps.size,
+                "max gap": gaps.max(),
+                "sd of gap": sample_sd(gaps),
+                "margin": margin,
+            }
+        )
+    return pd.DataFrame(rows).set_index(["split", "policy"])
 
 
 def rounds_to_target_table(
