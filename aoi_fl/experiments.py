@@ -376,17 +376,20 @@ LOCAL_OPTIMUM = {"smoke": (1, 0.1), "cpu": (10, 0.1), "paper": (20, 0.1)}
 def data_status(dataset: str, profile: str, data_root: str = "data") -> tuple[bool, bool, str]:
     """(run?, synthetic?, message) for a notebook that trains on ``dataset``.
 
-    MNIST must be present (``make data`` fetches it). CIFAR cannot be fetched everywhere: when it
-    is absent, the smoke profile runs on synthetic CIFAR-shaped data (said so in the message) and
-    the other profiles run nothing and say how to provide the data.
+    MNIST and Fashion-MNIST must be present (``make data`` fetches both). CIFAR cannot be
+    fetched everywhere: when it is absent, the smoke profile runs on synthetic CIFAR-shaped data
+    (said so in the message) and the other profiles run nothing and say how to provide the data.
     """
-    from .data import cifar_available, verify_mnist
+    from .data import cifar_available, verify_fashion_mnist, verify_mnist
 
-    dataset = require_choice("dataset", dataset, DATASETS)
+    dataset = require_choice("dataset", dataset, TRAIN_DATASETS)
     profile = require_choice("profile", profile, PROFILES)
     if dataset == "mnist":
         verify_mnist(data_root)  # raises with the command to run when missing or altered
         return True, False, f"MNIST verified under {data_root}/MNIST/raw"
+    if dataset == "fashion_mnist":
+        verify_fashion_mnist(data_root)
+        return True, False, f"Fashion-MNIST verified under {data_root}/FashionMNIST/raw"
     label = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}[dataset]
     folder = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python"}[dataset]
     if cifar_available(dataset, data_root):
