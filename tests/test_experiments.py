@@ -202,3 +202,64 @@ def test_smoke_run_on_real_mnist_learns(tmp_path):
     # the final weights of a screened run stay out of the cache, in its uncommitted weights/
     assert result.final_params == again.final_params == {}
     assert (tmp_path / "weights" / f"{result.key}.npz").is_file()
+
+
+def _screened_run(split, policy, seed, extra_round, accuracy_at):
+    """A fake screened run: scheduled evaluations every 2 rounds plus one round of its own."""
+    rounds = sorted({0, 2, 4, 6, extra_round})
+    run = fake_run(split, policy, seed, [accuracy_at(t) for t in rounds])
+    run.history["eval_round"] = rounds
+    run.rounds_to_target = lambda t: rounds_to_target(run.history["test_accuracy"], t, rounds)
+    return run
+
+
+def test_curves_of_screened_runs_keep_the_rounds_every_seed_evaluated():
+    runs = [_screened_run("iid", "random", s, 3 + s, lambda t: t / 10) for s in range(2)]
+    with pytest.raises(ValueError, match="same rounds"):
+        summaries.accuracy_curves(runs)
+    rounds, acc = summaries.accuracy_curves(runs, common=True)
+    np.testing.assert_array_equal(rounds, [0, 2, 4, 6])
+    np.testing.assert_allclose(acc, [[0.0, 0.2, 0.4, 0.6]] * 2)
+
+
+def test_paired_answer_compares_markov_optimal_with_every_other_policy():
+    from aoi_fl import aoi_figures
+
+    # Markov optimal crosses 0.97 at round 3 in every seed, random at 5, 5 and 6 (rounds of
+    # their own): the paired difference is -2, -2, -3 rounds
+    runs = []
+    for seed, slow in enumerate((5, 5, 6)):
+        runs.append(
+            _screened_run("iid", "markov_optimal", seed, 3, lambda t: 0.5 + 0.48 * (t >= 3))
+        )
+        runs.append(
+            _screened_run("iid", "random", seed, slow, lambda t, s=slow: 0.5 + 0.48 * (t >= s))
+        )
+    table, paired = aoi_figures.print_paired_answer(runs, "mnist")
+    assert list(table.loc[("iid", "random"), ["seed 0", "seed 1", "seed 2"]]) == [5, 5, 6]
+    row = paired.loc[("random", "iid")]
+    assert row["n"] == 3 and row["mean difference"] == pytest.approx(-7 / 3)
+    assert row["t 95% high"] < 0 and row["paper difference"] == 39 - 45
+    assert row["verdict"].startswith("held")
+    assert not [c for c in paired if c.startswith("paper ") and c != "paper difference"]
+
+
+def test_plot_panel_draws_both_splits_and_the_papers_markers():
+    from aoi_fl import aoi_figures
+
+    runs = [
+        _screened_run(split, policy, seed, 3, lambda t: t / 7)
+        for split in ex.SPLITS
+        for policy in ("random", "markov_optimal")
+        for seed in range(2)
+    ]
+    fig = aoi_figures.plot_panel(runs, "mnist", "title")
+    top = fig.axes[0]
+    # one mean line per policy, one marker per policy the paper reports, the target line
+    markers = [line for line in top.lines if line.get_marker() != "None" and len(line.get_xdata())]
+    marker_x = sorted(line.get_xdata()[0] for line in markers)
+    assert marker_x == [39, 45]
+    assert [a.get_title() for a in fig.axes[:2]] == [
+        "(a) mnist IID",
+        "(b) mnist non-IID (Dirichlet 0.3)",
+    ]
