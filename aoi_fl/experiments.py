@@ -29,7 +29,7 @@ Panels (:data:`PANELS`, per profile; ``paper`` differs from ``cpu`` only in seed
   CNN, Markov optimal and random: the setting of this project's first results;
 - ``fashion``: Fashion-MNIST as a labelled substitute for Figs 6-7 while CIFAR is absent (the
   small CNN, target fixed before running);
-- ``smoke``: a few rounds, one seed (tests only).
+- ``smoke``: a few rounds, one seed, small models on a subset of the data (tests only).
 """
 
 from __future__ import annotations
@@ -43,6 +43,13 @@ from ._validation import require_choice, require_int
 from .cache import ResultStore
 from .profiles import PROFILES
 from .samplers import POLICIES
+from .skew import (
+    LocalOptimum,
+    LocalOptimumCriterion,
+    local_optimum_losses,
+    local_optimum_to_criterion,
+    skew_sensitivity,
+)
 
 DATASETS = ("mnist", "cifar10", "cifar100")
 #: every dataset a panel trains on (Fashion-MNIST: the substitute for CIFAR, ``fashion`` panel)
@@ -98,7 +105,6 @@ _PROTOCOL: dict[str, Any] = {
     "screen_samples": 2000,
     "client_loss_samples": 0,
     "policies": POLICIES,
-    "test_subset": None,
 }
 #: Figs 5-7: horizons at least 1.5 times the paper's slowest rounds to target
 _MAIN = {**_PROTOCOL, "model": None, "client_loss_samples": 100}
@@ -115,7 +121,6 @@ _EPOCHS = {
     "screen_samples": 0,
     "client_loss_samples": 50,
     "policies": _PAIR,
-    "test_subset": None,
 }
 _SMALL = {**_PROTOCOL, "model": "small_cnn"}
 
@@ -127,7 +132,9 @@ def _main(dataset: str, seeds: int, scale: float = 1.0) -> dict[str, Any]:
 
 #: panel settings per profile: dataset, model (None: the paper's), rounds per split, seeds,
 #: policies, local work, evaluation schedule (``eval_every``: full test set and, with
-#: ``client_loss_samples``, every client's loss; ``screen_samples``: see TrainSettings)
+#: ``client_loss_samples``, every client's loss; ``screen_samples``: see TrainSettings) and,
+#: optionally (smoke only), ``subset`` (n_train / n_test limits of the dataset) and
+#: ``n_clients`` / ``m_selected`` (instead of the paper's 100 clients, 15 per round)
 PANELS: dict[str, dict[str, dict[str, Any]]] = {
     "cpu": {
         **{f"main_{d}": _main(d, 3) for d in DATASETS},
@@ -171,6 +178,10 @@ PANELS: dict[str, dict[str, dict[str, Any]]] = {
         },
     },
 }
+#: smoke runs exist for the tests and must take seconds: 20 clients, 3 per round, small models
+#: (the FedSUM CNNs: MNIST's on MNIST-shaped data, CIFAR-10's on CIFAR-shaped data, there with
+#: two policies only) on the first 2,000 training and 200 test images of a real dataset
+#: (``subset``; CIFAR-shaped synthetic data when CIFAR is absent, see :func:`dataset_section`)
 _SMOKE = {
     **_PROTOCOL,
     "model": "small_cnn",
@@ -180,15 +191,15 @@ _SMOKE = {
     "client_loss_samples": 5,
     "rounds": {"iid": 2, "noniid": 2},
     "seeds": 1,
-    # the first 1,000 test images: evaluating all 10,000 after every round dominated the cost
-    "test_subset": 1000,
+    "subset": {"n_train": 2000, "n_test": 200},
+    "n_clients": 20,
+    "m_selected": 3,
 }
 PANELS["smoke"] = {
     "main_mnist": {**_SMOKE, "dataset": "mnist"},
-    # the full-size CIFAR CNN on synthetic data: two policies exercise its code path
     **{
-        f"main_{d}": {**_SMOKE, "model": None, "dataset": d, "policies": _PAIR}
-        for d in DATASETS[1:]
+        f"main_{d}": {**_SMOKE, "dataset": d, "model": "fedsum_cifar_cnn", "policies": _PAIR}
+        for d in ("cifar10", "cifar100")
     },
     "power": {**_SMOKE, "dataset": "mnist", "policies": _PAIR, "seeds": 2},
     "epochs": {
@@ -198,7 +209,6 @@ PANELS["smoke"] = {
         "rounds": {"iid": 1, "noniid": 1},
         "seeds": 1,
         "local_work": ("epochs", 1),
-        "test_subset": 1000,
     },
     "fashion": {**_SMOKE, "dataset": "fashion_mnist", "policies": _PAIR},
 }
@@ -272,11 +282,12 @@ def aoi_config(
     if dataset.startswith("cifar"):
         model["num_classes"] = 10 if dataset == "cifar10" else 100
     model["seed"] = seed
-    partition: dict[str, Any] = {"name": "iid", "n_clients": N_CLIENTS, "seed": seed}
+    n_clients = settings.get("n_clients", N_CLIENTS)
+    partition: dict[str, Any] = {"name": "iid", "n_clients": n_clients, "seed": seed}
     if split == "noniid":
         partition.update(name="dirichlet", alpha=ALPHA)
-        if synthetic:
-            partition["min_size"] = 1  # the tiny synthetic datasets cannot give every client 10
+        if synthetic or settings.get("subset"):
+            partition["min_size"] = 1  # tiny (synthetic, subset) data cannot give every client 10
     training: dict[str, Any] = {
         "rounds": settings["rounds"][split],
         **_local_work(settings["local_work"]),
@@ -294,12 +305,15 @@ def aoi_config(
             keep_params=False,
         )
     return {
-        "dataset": dataset_section(
-            dataset, synthetic, settings["test_subset"] and {"n_test": settings["test_subset"]}
-        ),
+        "dataset": dataset_section(dataset, synthetic, settings.get("subset")),
         "partition": partition,
         "model": model,
-        "sampler": {"name": policy, "m": M_SELECTED, "m_prime": M_PRIME, "seed": seed},
+        "sampler": {
+            "name": policy,
+            "m": settings.get("m_selected", M_SELECTED),
+            "m_prime": M_PRIME,
+            "seed": seed,
+        },
         "training": training,
     }
 
@@ -335,6 +349,24 @@ def aoi_grid(
     return panel_grid(f"main_{dataset}", profile, splits=splits, synthetic=synthetic)
 
 
+def _local_optimum_key(resolved: Mapping[str, Any], method: dict[str, Any]) -> dict[str, Any]:
+    # what F_k(theta_k*) depends on: dataset, partition, model (architecture and initial
+    # weights), batch size, seed (mini-batches) and the loss subsets; not the policy
+    t = resolved["training"]
+    key = {
+        "local_optimum": method,
+        "dataset": resolved["dataset"],
+        "partition": resolved["partition"],
+        "model": resolved["model"],
+        "batch_size": t["batch_size"],
+        "seed": t["seed"],
+        "client_loss_samples": t["client_loss_samples"],
+    }
+    if t["loss"] != "cross_entropy":  # absent for cross-entropy: keeps the older keys valid
+        key["loss"] = t["loss"]
+    return key
+
+
 def local_optima(
     config: dict[str, Any],
     *,
@@ -343,24 +375,17 @@ def local_optima(
     cache_dir: str = "results",
     data_root: str = "data",
 ) -> np.ndarray:
-    """F_k(theta_k*) of every client of ``config``'s partition (cached; see :mod:`skew`).
+    """F_k(theta_k*) of every client of ``config``'s partition after a fixed ``epochs`` epochs of
+    solo SGD at ``lr`` (cached; :func:`aoi_fl.skew.local_optimum_losses`, no convergence check:
+    see :func:`local_optima_to_criterion`).
 
     Depends on the dataset, partition, model (architecture and initial weights) and training
     batch size only, so all policies of one (dataset, split, seed) share it.
     """
     from .runs import build_trainer, resolve_config
-    from .skew import local_optimum_losses
 
     resolved = resolve_config(config)
-    key = {
-        "local_optimum": {"epochs": epochs, "lr": lr},
-        "dataset": resolved["dataset"],
-        "partition": resolved["partition"],
-        "model": resolved["model"],
-        "batch_size": resolved["training"]["batch_size"],
-        "seed": resolved["training"]["seed"],
-        "client_loss_samples": resolved["training"]["client_loss_samples"],
-    }
+    key = _local_optimum_key(resolved, {"epochs": epochs, "lr": lr})
     store = ResultStore(cache_dir)
     if (hit := store.load(key)) is not None:
         return hit[1]["losses"]
@@ -369,8 +394,67 @@ def local_optima(
     return losses
 
 
-#: epochs and constant learning rate of each client's solo training towards theta_k* (Sec. IV)
+def local_optima_to_criterion(
+    config: dict[str, Any],
+    criterion: LocalOptimumCriterion,
+    *,
+    cache_dir: str = "results",
+    data_root: str = "data",
+) -> LocalOptimum:
+    """F_k(theta_k*) of every client of ``config``'s partition, solo SGD run to ``criterion``
+    (a :class:`aoi_fl.skew.LocalOptimumCriterion`), with its residual: a cached
+    :class:`aoi_fl.skew.LocalOptimum` (:func:`aoi_fl.skew.local_optimum_to_criterion`).
+
+    Shared by all policies of one (dataset, split, seed), like :func:`local_optima`; the key
+    holds the criterion. Cost: up to ``criterion.max_epochs`` passes of every client over its
+    data, i.e. as many epochs of centralised training on the whole training set.
+    """
+    from .runs import build_trainer, resolve_config
+
+    if not isinstance(criterion, LocalOptimumCriterion):
+        raise TypeError(
+            f"criterion must be a LocalOptimumCriterion, got {type(criterion).__name__}"
+        )
+    resolved = resolve_config(config)
+    key = _local_optimum_key(resolved, {"criterion": criterion.config()})
+    store = ResultStore(cache_dir)
+    if (hit := store.load(key)) is not None:
+        meta, arrays = hit
+        return LocalOptimum(
+            losses=arrays["losses"],
+            residual=arrays["residual"],
+            change=float(meta["change"]),
+            changes=arrays["changes"],
+            epochs=int(meta["epochs"]),
+            converged=bool(meta["converged"]),
+        )
+    found = local_optimum_to_criterion(build_trainer(resolved, data_root), criterion)
+    meta = {
+        "kind": "local_optimum",
+        "change": found.change,
+        "epochs": found.epochs,
+        "converged": found.converged,
+    }
+    arrays = {"losses": found.losses, "residual": found.residual, "changes": found.changes}
+    store.save(key, meta, arrays)
+    return found
+
+
+#: the first estimate of theta_k* (:func:`local_optima`): a fixed (epochs, constant learning
+#: rate) of solo SGD per client from the initial global model, no convergence check
 LOCAL_OPTIMUM = {"smoke": (1, 0.1), "cpu": (10, 0.1), "paper": (20, 0.1)}
+
+
+#: the estimate of theta_k* Table II uses (:func:`selection_skew`), per profile: solo SGD at the
+#: constant learning rate 0.1 from the initial global model in chunks of 5 epochs, until the
+#: size-weighted mean absolute loss change over a chunk is at most 0.002 nats (2% of a 0.1-nat
+#: loss gap F(theta) - sum_k q_k F_k*), or after 30 epochs; smoke: one epoch (exercises the
+#: code path; its residual is large and says so). See :class:`aoi_fl.skew.LocalOptimumCriterion`.
+LOCAL_OPTIMUM_CRITERION = {
+    "smoke": LocalOptimumCriterion(chunk_epochs=1, tol=1e-3, max_epochs=1, lr=0.1),
+    "cpu": LocalOptimumCriterion(chunk_epochs=5, tol=2e-3, max_epochs=30, lr=0.1),
+    "paper": LocalOptimumCriterion(chunk_epochs=5, tol=2e-3, max_epochs=30, lr=0.1),
+}
 
 
 def data_status(dataset: str, profile: str, data_root: str = "data") -> tuple[bool, bool, str]:
@@ -419,43 +503,124 @@ def data_status(dataset: str, profile: str, data_root: str = "data") -> tuple[bo
     )
 
 
+def _without_seeds(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A resolved configuration with every seed removed (what the seeds of a panel share)."""
+    return {
+        section: {k: v for k, v in options.items() if k != "seed"}
+        for section, options in config.items()
+    }
+
+
+#: the columns of :func:`selection_skew`, in order
+SKEW_COLUMNS = (
+    "rho (average)",
+    "rho sd over seeds",
+    "rho sd over rounds",
+    "rounds used",
+    "rho (F* - residual)",
+    "rho (F* + residual)",
+    "rho (F* = 0)",
+    "F* residual (nats)",
+    "F* epochs",
+    "rho_lower (min_t)",
+    "rho_upper (max_t, theta*)",
+    "seeds",
+)
+
+
 def selection_skew(
-    results: Sequence[Any], profile: str, *, cache_dir: str = "results", data_root: str = "data"
+    results: Sequence[Any],
+    profile: str,
+    *,
+    criterion: LocalOptimumCriterion | None = None,
+    cache_dir: str = "results",
+    data_root: str = "data",
 ):
     """Table II: the selection skew rho of every run (eq. 24), averaged over seeds.
 
-    Returns a pandas table indexed by (split, policy) with the mean over seeds of: the average
-    over rounds of rho(S_t, theta_t) ("rho (average)", the paper's Table II quantity, with its
-    sample sd over seeds), its minimum over rounds (estimate of rho_lower, eq. 25) and the
-    maximum over rounds of rho(S_t, theta*) (estimate of rho_upper, eq. 26), plus the number of
-    seeds.
+    ``results`` are the runs of one panel (:func:`panel_grid`); every run gets F_k(theta_k*)
+    from the local optima of its own configuration (:func:`local_optima_to_criterion`, criterion
+    :data:`LOCAL_OPTIMUM_CRITERION` of ``profile`` unless ``criterion`` is given). Returns a
+    pandas table indexed by (split, policy) with the columns :data:`SKEW_COLUMNS`, each the mean
+    over seeds of a per-run value unless said otherwise:
+
+    - ``rho (average)``: the mean over the rounds used of rho(S_t, theta_t) (the paper's Table
+      II quantity; :func:`aoi_fl.skew.skew_of_run`), and its sample sd over seeds;
+    - ``rho sd over rounds`` and ``rounds used``: the spread of rho(S_t, theta_t) over the
+      rounds it was evaluated at (those with recorded client losses), and how many;
+    - ``rho (F* - residual)``, ``rho (F* + residual)``, ``rho (F* = 0)``: the average with
+      every F_k* moved by its local optimum's residual, and with F_k* = 0
+      (:func:`aoi_fl.skew.skew_sensitivity`);
+    - ``F* residual (nats)`` and ``F* epochs``: the criterion's mean change over the
+      last chunk of solo training and the epochs trained (see
+      :class:`aoi_fl.skew.LocalOptimumCriterion`);
+    - ``rho_lower (min_t)``: the minimum over the rounds used of rho(S_t, theta_t) (eq. 25);
+      ``rho_upper (max_t, theta*)``: the maximum over every round of rho(S_t, theta*) (eq. 26);
+    - ``seeds``: the number of runs.
+
+    Runs of one (split, policy) must differ only in their seeds (one panel at a time).
     """
     import pandas as pd
 
-    from .runs import client_sizes
-    from .skew import skew_of_run
+    from .runs import client_sizes, resolve_config
     from .summaries import group_runs, sample_sd
 
-    epochs, lr = LOCAL_OPTIMUM[require_choice("profile", profile, PROFILES)]
+    profile = require_choice("profile", profile, PROFILES)
+    criterion = LOCAL_OPTIMUM_CRITERION[profile] if criterion is None else criterion
+    if not isinstance(criterion, LocalOptimumCriterion):
+        raise TypeError(
+            f"criterion must be a LocalOptimumCriterion or None, got {type(criterion).__name__}"
+        )
     rows = []
     for (split, policy), runs in sorted(group_runs(results).items()):
+        shared = {repr(_without_seeds(resolve_config(r.config))) for r in runs}
+        if len(shared) > 1:
+            raise ValueError(
+                f"results: the runs of ({split}, {policy}) differ in more than their seeds; "
+                "pass one panel's results at a time"
+            )
         values = []
         for run in runs:
-            optimum = local_optima(
-                run.config, epochs=epochs, lr=lr, cache_dir=cache_dir, data_root=data_root
+            optimum = local_optima_to_criterion(
+                run.config, criterion, cache_dir=cache_dir, data_root=data_root
             )
-            s = skew_of_run(run.history, client_sizes(run.config, data_root), optimum)
-            values.append((s.mean, s.lower, s.upper))
-        v = np.array(values)
+            sizes = client_sizes(run.config, data_root)
+            s = skew_sensitivity(run.history, sizes, optimum.losses, optimum.residual)
+            e = s.estimate
+            values.append(
+                (
+                    e.mean,
+                    e.sd,
+                    e.n_rounds,
+                    s.lowered.mean,
+                    s.raised.mean,
+                    s.zero.mean,
+                    optimum.change,
+                    optimum.epochs,
+                    e.lower,
+                    e.upper,
+                )
+            )
+        v = np.array(values, dtype=float)
+        mean = v.mean(axis=0)
         rows.append(
             {
                 "split": split,
                 "policy": policy,
-                "rho (average)": v[:, 0].mean(),
+                "rho (average)": mean[0],
                 "rho sd over seeds": sample_sd(v[:, 0]),
-                "rho_lower (min_t)": v[:, 1].mean(),
-                "rho_upper (max_t, theta*)": v[:, 2].mean(),
+                "rho sd over rounds": mean[1],
+                "rounds used": mean[2],
+                "rho (F* - residual)": mean[3],
+                "rho (F* + residual)": mean[4],
+                "rho (F* = 0)": mean[5],
+                "F* residual (nats)": mean[6],
+                "F* epochs": mean[7],
+                "rho_lower (min_t)": mean[8],
+                "rho_upper (max_t, theta*)": mean[9],
                 "seeds": len(runs),
             }
         )
-    return pd.DataFrame(rows).set_index(["split", "policy"])
+    return pd.DataFrame(rows, columns=["split", "policy", *SKEW_COLUMNS]).set_index(
+        ["split", "policy"]
+    )
