@@ -24,7 +24,10 @@ from ._validation import require_choice, require_int, require_n_m, require_proba
 from .seeding import generator
 
 #: Named monotone families for the non-optimal Markov policy (Policy 4): unnormalised shapes of
-#: p_a as a function of the age a; calibration scales them so that pi_0 = m/n.
+#: p_a as a function of the age a; calibration scales them, p = min(beta * shape, 1), so that
+#: pi_0 = m/n (:func:`calibrate_shape`). Where the target rate needs it, the largest entries
+#: saturate at 1; at the paper's n = 100, m = 15, m' = 10 only "exponential" does (p_8 = p_9 =
+#: p_10 = 1, see :func:`calibrate_family`).
 FAMILIES: dict[str, str] = {
     "linear": "p_a proportional to a + 1",
     "quadratic": "p_a proportional to (a + 1)^2",
@@ -50,6 +53,33 @@ def check_chain(p: object) -> np.ndarray:
             "stop being selected forever; p[m'] must be > 0 (or some p_j = 1 with j < m')"
         )
     return p
+
+
+def check_non_decreasing(p: object, name: str = "p") -> np.ndarray:
+    """Validate Policy 4's p: a chain (:func:`check_chain`) whose p_a does not decrease with age.
+
+    The paper's Sec. III-B asks for p_0 < p_1 < ... < p_{m'} (older clients are more likely to
+    select themselves). Equal neighbours are accepted: a calibrated shape saturates at 1 when the
+    target rate needs it (:func:`calibrate_shape`), and entries after the first p_a = 1 belong to
+    ages the chain never reaches, so they cannot change its law.
+    """
+    p = check_chain(p)
+    drops = np.flatnonzero(np.diff(p) < 0.0)
+    if drops.size:
+        a = int(drops[0])
+        raise ValueError(
+            f"{name} must be non-decreasing in the age for Policy 4 (Sec. III-B: p_0 < p_1 < ... "
+            f"< p_m'; equal neighbours allowed), got {name}[{a}] = {float(p[a])!r} > "
+            f"{name}[{a + 1}] = {float(p[a + 1])!r} in {name} = {p.tolist()}"
+        )
+    return p
+
+
+def last_reachable_age(p: object) -> int:
+    """The largest age a client can reach: the first age with p_a = 1, else m'."""
+    p = check_chain(p)
+    ones = np.flatnonzero(p[:-1] >= 1.0)
+    return int(ones[0]) if ones.size else p.size - 1
 
 
 def _head_tail(p: np.ndarray) -> tuple[np.ndarray, float]:
@@ -260,7 +290,17 @@ def calibrate_shape(shape: object, n: int, m: int) -> np.ndarray:
 
 
 def calibrate_family(family: str, n: int, m: int, m_prime: int) -> np.ndarray:
-    """Policy 4's p: the named monotone family of :data:`FAMILIES`, calibrated to pi_0 = m/n."""
+    """Policy 4's p: the named monotone family of :data:`FAMILIES`, calibrated to pi_0 = m/n.
+
+    The result is non-decreasing, and strictly increasing up to the first age with p_a = 1 (the
+    last age a client can reach, :func:`last_reachable_age`): the paper's p_0 < ... < p_{m'}
+    holds on every reachable age. Entries saturate at 1 only when beta * shape would exceed 1.
+    At the paper's n = 100, m = 15, m' = 10, "linear" (p_10 = 0.358) and "quadratic" (p_10 =
+    0.766) stay below 1, while "exponential" needs beta = 0.0068 and clips p_8, p_9 and p_10 to 1
+    (beta * 2^8 = 1.73): every client is selected by age 8 at the latest, ages 9 and 10 are never
+    reached, and X <= 9 rounds. That is allowed: on the reachable ages the order is still strict,
+    p_0 < ... < p_7 < p_8 = 1, and p_9, p_10 cannot change the chain's law.
+    """
     family = require_choice("family", family, FAMILIES)
     n, m, m_prime = _check_theorem_args(n, m, m_prime)
     return calibrate_shape(_family_shape(family, m_prime), n, m)
