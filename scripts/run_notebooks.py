@@ -15,6 +15,7 @@ import re
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import papermill as pm
@@ -103,7 +104,16 @@ def main() -> int:
     if not notebooks:
         print(f"no notebook in {NOTEBOOKS} starts with {args.only!r}", file=sys.stderr)
         return 2
-    scratch = Path(tempfile.mkdtemp(prefix="aoi-fl-smoke-")) if args.profile == "smoke" else None
+    # smoke runs only check that the notebooks run: their executed copies go to a temporary
+    # folder that is removed at the end (the notebooks' own smoke results: aoi_fl.notebook)
+    smoke = args.profile == "smoke"
+    with tempfile.TemporaryDirectory(prefix="aoi-fl-smoke-") if smoke else nullcontext() as tmp:
+        run_all(notebooks, args, Path(tmp) if tmp else None)
+    return 0
+
+
+def run_all(notebooks: list[Path], args: argparse.Namespace, scratch: Path | None) -> None:
+    """Execute ``notebooks`` in order; write into ``scratch`` if given, else in place."""
     offered = {"profile": args.profile, "rerun": args.rerun == "1"}
     for nb in notebooks:
         declared = pm.inspect_notebook(str(nb))
@@ -121,7 +131,6 @@ def main() -> int:
         )
         strip_volatile(out)
         print(f"[{args.profile}] {nb.name} done in {time.perf_counter() - start:.1f} s", flush=True)
-    return 0
 
 
 if __name__ == "__main__":
