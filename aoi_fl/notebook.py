@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import pandas as pd
@@ -29,6 +29,9 @@ from . import plotting
 from .profiles import ENV_VAR, resolve_profile
 
 SMOKE_PREFIX = "aoi-fl-smoke-"
+#: where figures go instead of ``../figures`` (the reproducibility test writes to a temporary
+#: folder and compares with the committed figures)
+FIGURES_VAR = "AOI_FL_FIGURES"
 
 # Removes a folder once every write end of the pipe on file descriptor argv[1] is closed, that
 # is once the process that made the folder has ended, however it ended. Run with -I -S: it needs
@@ -77,6 +80,8 @@ def throwaway_folder(prefix: str = SMOKE_PREFIX) -> str:
 class NotebookSetup:
     """What :func:`setup` returns: the resolved profile, folders and parallelism of a notebook.
 
+    ``FIGURES`` is ``../figures`` unless ``$AOI_FL_FIGURES`` names another folder.
+
     ``RESULTS`` is the result cache: ``../results`` (committed) in the ``cpu`` and ``paper``
     profiles; in ``smoke`` a throw-away folder, made on first use only (theory notebooks never
     touch it). ``WORKERS`` worker processes of ``THREADS`` threads each train the runs: two
@@ -85,7 +90,7 @@ class NotebookSetup:
     """
 
     profile: str
-    FIGURES: str = "../figures"
+    FIGURES: str = field(default_factory=lambda: os.environ.get(FIGURES_VAR) or "../figures")
     DATA: str = "../data"
 
     @property
