@@ -311,8 +311,9 @@ def make_sampler(
 
     ``sizes`` (default: all equal) weight Policies 1-2 and are ignored by the Markov policies.
     ``start`` applies to the Markov policies. ``p`` may be given for ``"markov_nonoptimal"``
-    only (Policy 4 with a user's vector, which must satisfy constraint (3): pi_0 = m/n and have
-    length m_prime + 1); otherwise ``family`` names the calibrated family.
+    only (Policy 4 with a user's vector, which must have length m_prime + 1, be non-decreasing in
+    the age as Sec. III-B asks (:func:`markov.check_non_decreasing`) and satisfy constraint (3):
+    pi_0 = m/n); otherwise ``family`` names the calibrated family.
     """
     policy = require_choice("policy", policy, POLICIES)
     n, m = require_n_m(n, m)
@@ -334,7 +335,7 @@ def make_sampler(
         return markov_optimal(n, m, m_prime, seed=seed, start=start)
     if p is None:
         return markov_nonoptimal(n, m, m_prime, family=family, seed=seed, start=start)
-    p = markov.check_chain(p)
+    p = markov.check_non_decreasing(p)
     if p.size != m_prime + 1:
         raise ValueError(
             f"p has length {p.size} (m' = {p.size - 1}) but m_prime = {m_prime}; "

@@ -5,16 +5,21 @@ reader sees every figure without running anything); a ``smoke`` run writes its e
 temporary folder. Papermill's timestamps and durations and the progress bars of training runs
 are stripped afterwards, so re-running on unchanged code leaves every tracked file
 byte-identical, whether the results were recomputed or read from the cache.
+
+The kernels run with NumPy's and SciPy's CPU-dependent code paths pinned
+(:func:`pin_numeric_code_paths`), so that another x86-64 machine computes the same last bits.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import papermill as pm
@@ -88,6 +93,52 @@ def strip_volatile(path: Path) -> None:
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n")
 
 
+# NumPy's AVX-512 loops (exp, log, log10, ... through Intel's SVML) round differently from the
+# loops every other x86-64 CPU runs; disabled, every machine takes the same loops. Naming a
+# feature the CPU lacks is harmless.
+NUMPY_DISABLED = "X86_V4 AVX512_ICL AVX512_SPR"
+# OpenBLAS (bundled with NumPy and SciPy) picks its kernels by CPU at load time, and kernels for
+# different CPUs round differently: an AVX-512 machine gets SkylakeX kernels, the machine that
+# made the committed outputs Haswell ones. Pinned to Haswell wherever the CPU can run them (AVX2
+# and FMA; elsewhere OpenBLAS would stop on an illegal instruction).
+OPENBLAS_CORE = "Haswell"
+
+
+def pin_numeric_code_paths() -> dict[str, str]:
+    """Set (unless already set) the environment that the notebook kernels inherit, so that NumPy
+    and SciPy take the same code paths on any x86-64 CPU with AVX2; returns what is in force.
+
+    PyTorch's kernels are not pinned: training is recomputed only with ``RERUN=1`` and otherwise
+    read from the committed cache.
+    """
+    try:  # the CPU features NumPy detected (NumPy's own table, also used by np.show_runtime)
+        from numpy._core._multiarray_umath import __cpu_features__ as cpu
+    except ImportError:
+        cpu = {}
+    os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", NUMPY_DISABLED)
+    if cpu.get("AVX2") and cpu.get("FMA3"):
+        os.environ.setdefault("OPENBLAS_CORETYPE", OPENBLAS_CORE)
+    names = ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE")
+    return {k: os.environ[k] for k in names if k in os.environ}
+
+
+def execute(nb: Path, out: Path, profile: str, rerun: bool = False) -> None:
+    """Execute notebook ``nb`` in ``profile`` into ``out`` (may be ``nb``), without the
+    run-dependent metadata (:func:`strip_volatile`)."""
+    pin_numeric_code_paths()
+    declared = pm.inspect_notebook(str(nb))
+    offered = {"profile": profile, "rerun": rerun}
+    pm.execute_notebook(
+        str(nb),
+        str(out),
+        parameters={k: v for k, v in offered.items() if k in declared},
+        cwd=str(NOTEBOOKS),
+        progress_bar=sys.stderr.isatty(),  # cells done, in the terminal only
+        kernel_name="python3",
+    )
+    strip_volatile(out)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--profile", default="cpu", choices=("smoke", "cpu", "paper"))
@@ -103,25 +154,21 @@ def main() -> int:
     if not notebooks:
         print(f"no notebook in {NOTEBOOKS} starts with {args.only!r}", file=sys.stderr)
         return 2
-    scratch = Path(tempfile.mkdtemp(prefix="aoi-fl-smoke-")) if args.profile == "smoke" else None
-    offered = {"profile": args.profile, "rerun": args.rerun == "1"}
+    # smoke runs only check that the notebooks run: their executed copies go to a temporary
+    # folder that is removed at the end (the notebooks' own smoke results: aoi_fl.notebook)
+    smoke = args.profile == "smoke"
+    with tempfile.TemporaryDirectory(prefix="aoi-fl-smoke-") if smoke else nullcontext() as tmp:
+        run_all(notebooks, args, Path(tmp) if tmp else None)
+    return 0
+
+
+def run_all(notebooks: list[Path], args: argparse.Namespace, scratch: Path | None) -> None:
+    """Execute ``notebooks`` in order; write into ``scratch`` if given, else in place."""
     for nb in notebooks:
-        declared = pm.inspect_notebook(str(nb))
-        params = {k: v for k, v in offered.items() if k in declared}
-        out = (scratch / nb.name) if scratch else nb
         start = time.perf_counter()
         print(f"[{args.profile}] {nb.name} ...", flush=True)
-        pm.execute_notebook(
-            str(nb),
-            str(out),
-            parameters=params,
-            cwd=str(NOTEBOOKS),
-            progress_bar=sys.stderr.isatty(),  # cells done, in the terminal only
-            kernel_name="python3",
-        )
-        strip_volatile(out)
+        execute(nb, (scratch / nb.name) if scratch else nb, args.profile, args.rerun == "1")
         print(f"[{args.profile}] {nb.name} done in {time.perf_counter() - start:.1f} s", flush=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -55,3 +55,23 @@ def test_progress_bars_are_dropped_and_everything_else_kept():
     # text that merely contains a fraction and brackets is no bar
     plain = [stream("rounds 3/4 [IID]\n", "stdout")]
     assert runner.drop_progress_bars(plain) == plain
+
+
+def test_numeric_code_paths_are_pinned_for_the_kernels_unless_set(monkeypatch):
+    from numpy._core._multiarray_umath import __cpu_features__ as cpu
+
+    # set, then removed: monkeypatch then restores the original state of both after the test
+    monkeypatch.setenv("NPY_DISABLE_CPU_FEATURES", "")
+    monkeypatch.delenv("NPY_DISABLE_CPU_FEATURES")
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Sandybridge")  # a user's choice is kept
+    pinned = runner.pin_numeric_code_paths()
+    assert pinned == {
+        "NPY_DISABLE_CPU_FEATURES": runner.NUMPY_DISABLED,
+        "OPENBLAS_CORETYPE": "Sandybridge",
+    }
+    monkeypatch.delenv("OPENBLAS_CORETYPE")
+    pinned = runner.pin_numeric_code_paths()
+    has_avx2 = bool(cpu.get("AVX2") and cpu.get("FMA3"))
+    assert ("OPENBLAS_CORETYPE" in pinned) == has_avx2
+    if has_avx2:
+        assert pinned["OPENBLAS_CORETYPE"] == "Haswell"

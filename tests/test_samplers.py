@@ -420,6 +420,16 @@ def test_make_sampler_builds_each_policy():
     assert np.all(make_sampler("random", n=5, m=2).sizes == 1.0)  # equal sizes by default
 
 
+def test_policy4_rejects_a_p_that_decreases_with_age():
+    # a decreasing p that does satisfy pi_0 = m/n: only the order is wrong
+    p = mk.calibrate_shape(np.array([4.0, 3.0, 1.0, 1.0]), 100, 15)
+    with pytest.raises(ValueError, match=r"p must be non-decreasing .* got p\[0\] = "):
+        make_sampler("markov_nonoptimal", n=100, m=15, m_prime=3, p=p)
+    # the same values in increasing order are accepted
+    p_up = mk.calibrate_shape(np.array([1.0, 1.0, 3.0, 4.0]), 100, 15)
+    assert make_sampler("markov_nonoptimal", n=100, m=15, m_prime=3, p=p_up).p[-1] == p_up[-1]
+
+
 def test_make_sampler_accepts_a_calibrated_custom_p():
     p = mk.calibrate_shape(np.array([1.0, 1.0, 3.0, 4.0]), 100, 15)
     sampler = make_sampler("markov_nonoptimal", n=100, m=15, m_prime=3, p=p)
