@@ -10,7 +10,9 @@ Averaging", Sec. 2 and 4).
   of Fig. 2 is ||p - 1/N||_1 (:func:`skew`).
 - Aggregation rules as algorithms of the common trainer: :class:`AgnosticFedAvg` (Algorithm 1,
   line 5: the plain mean of the available clients) and :class:`WeightedFedAvg` (eq. 10:
-  (N/|S|) sum_{i in S} p_i theta_i with the known p).
+  (N/|S|) sum_{i in S} p_i theta_i with the known p; also self-normalised, p_i / sum_{j in S}
+  p_j, and rescaled to a mean total weight of 1), each optionally with Algorithm 1's projection
+  onto a ball and averaged iterate.
 - The objective of problem (3), sum_i p_i f_i, and the uniform one, (1/N) sum_i f_i
   (:func:`objective`), from the per-client losses the trainer records.
 
@@ -27,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import require_int, require_n_m, require_real
+from ._validation import require_choice, require_int, require_n_m, require_real
 from .algorithms import FedAvg
 from .engines import Params
 from .samplers import _SeededSampler
@@ -182,18 +184,26 @@ def objective(client_losses: Any, p: Any | None = None) -> np.ndarray:
 
 
 class AgnosticFedAvg(FedAvg):
-    """Algorithm 1, line 5: theta = (1/|S|) sum_{i in S} theta_i, whatever the sampler's weights."""
+    """Algorithm 1, line 5: theta = (1/|S|) sum_{i in S} theta_i, whatever the sampler's weights.
+
+    ``radius`` and ``average`` add Algorithm 1's projection of the local iterates onto a ball
+    and its averaged iterate as the reported model (:class:`~aoi_fl.algorithms.FedAvg`).
+    """
 
     name = "agnostic"
 
-    def __init__(self) -> None:
-        super().__init__("weighted_sum")
+    def __init__(self, radius: float | None = None, average: bool = False) -> None:
+        super().__init__("weighted_sum", radius=radius, average=average)
 
     def aggregation_weights(self, updates: Any) -> np.ndarray:
         return np.full(updates.ids.size, 1.0 / max(updates.ids.size, 1))
 
     def config(self) -> dict:
-        return {"name": self.name}
+        return {"name": self.name, **self.options()}
+
+
+#: how :class:`WeightedFedAvg` scales eq. 10's weights (N/|S|) p_i
+NORMALISATIONS = ("none", "round", "mean")
 
 
 class WeightedFedAvg(FedAvg):
@@ -202,29 +212,72 @@ class WeightedFedAvg(FedAvg):
     The weights (N/|S|) p_i sum to one only in expectation under uniform participation (with
     p_i = 1/N it is Algorithm 1); under skewed participation they do not, and eq. 10 rescales
     the model. ``aggregation="weighted_delta"`` applies the same weights to the updates instead
-    (theta + sum (N/|S|) p_i (theta_i - theta)), a reading that leaves the model's scale alone.
+    (theta + sum (N/|S|) p_i (theta_i - theta)), a reading that leaves the model's scale alone
+    but moves the model by a total weight sum_{i in S} (N/|S|) p_i whose mean over the
+    participation law is N sum_i p_i^2 (by eq. 2, E[1(i in S)/|S|] = p_i), above 1 for any
+    non-uniform p: a larger step, not only another weighting.
+
+    ``normalise`` separates the two:
+
+    - ``"none"``: eq. 10's weights (N/|S|) p_i;
+    - ``"round"``: self-normalised, p_i / sum_{j in S} p_j: the weights sum to 1 in every round
+      (the same under both aggregations);
+    - ``"mean"``: eq. 10's weights divided by N sum_i p_i^2, their mean total weight, so that
+      the total weight is 1 on average over the participation law (exactly when p is the
+      process's induced weights; with an estimate p_hat the mean is sum_i p_hat_i p_i /
+      sum_i p_hat_i^2, 1 up to the estimation error).
+
+    ``radius`` and ``average``: Algorithm 1's projection and averaged iterate
+    (:class:`~aoi_fl.algorithms.FedAvg`).
     """
 
     name = "weighted"
 
-    def __init__(self, p: Any, aggregation: str = "weighted_sum") -> None:
-        super().__init__(aggregation)
+    def __init__(
+        self,
+        p: Any,
+        aggregation: str = "weighted_sum",
+        normalise: str = "none",
+        radius: float | None = None,
+        average: bool = False,
+    ) -> None:
+        super().__init__(aggregation, radius=radius, average=average)
         p = np.asarray(p, dtype=float)
         if p.ndim != 1 or p.size == 0 or (p < 0).any() or not np.isclose(p.sum(), 1.0):
             raise ValueError(f"p must be a probability vector over the clients, got {p}")
         self.p = p
+        self.normalise = require_choice("normalise", normalise, NORMALISATIONS)
+        #: the mean total weight of eq. 10 per round, N sum_i p_i^2
+        self.mean_total_weight = float(p.size * (p**2).sum())
 
     def aggregation_weights(self, updates: Any) -> np.ndarray:
         if updates.ids.size and updates.ids.max() >= self.p.size:
             raise ValueError(f"client id {updates.ids.max()} has no weight in p ({self.p.size})")
-        return self.p.size / max(updates.ids.size, 1) * self.p[updates.ids]
+        p_s = self.p[updates.ids]
+        if self.normalise == "round":
+            total = p_s.sum()
+            if updates.ids.size and total <= 0:
+                raise ValueError(
+                    f"normalise='round' needs a selected client with p_i > 0; clients "
+                    f"{updates.ids.tolist()} all have p_i = 0"
+                )
+            return p_s / total if updates.ids.size else p_s
+        weights = self.p.size / max(updates.ids.size, 1) * p_s
+        return weights / self.mean_total_weight if self.normalise == "mean" else weights
 
     def setup(self, n_clients: int, global_params: Params) -> None:
         if n_clients != self.p.size:
             raise ValueError(f"p has {self.p.size} weights but there are {n_clients} clients")
+        super().setup(n_clients, global_params)
 
     def config(self) -> dict:
-        return {"name": self.name, "p": self.p.tolist(), "aggregation": self.aggregation}
+        return {
+            "name": self.name,
+            "p": self.p.tolist(),
+            "aggregation": self.aggregation,
+            **({"normalise": self.normalise} if self.normalise != "none" else {}),
+            **self.options(),
+        }
 
 
 def least_squares_optimum(bundle: Any, p: Any | None = None) -> tuple[np.ndarray, float]:

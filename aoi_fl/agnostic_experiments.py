@@ -12,13 +12,22 @@ choices (the same in every profile, see :data:`TASKS`):
 - ``linear_regression``: :func:`synthetic.linear_regression` (100 samples per client, 20
   features, client optima spread by 0.5), H = 5 local steps of batch 10, constant lr 0.005.
 
-The aggregation rules compared: ``agnostic`` (Algorithm 1), ``weighted`` (eq. 10 as printed, on
-the parameters) and ``weighted_updates`` (eq. 10's weights on the updates), each with the
-induced weights p of the participation process estimated from draws of an independent copy of
-it (the paper: "empirically estimated via repeated draws"; 100,000 draws outside the smoke
-profile, a standard error of a client's p below 0.002 / M). Losses are recorded per client at
-every evaluation, so that both the objective of problem (3), sum_i p_i f_i, and the uniform one
-can be read off.
+The aggregation rules compared (:data:`AGGREGATIONS`): ``agnostic`` (Algorithm 1), ``weighted``
+(eq. 10 as printed, on the parameters), ``weighted_updates`` (eq. 10's weights on the updates),
+``weighted_rescaled`` (the same divided by their mean total weight N sum_i p_i^2, so that the
+model moves by a total weight of 1 on average) and ``weighted_normalised`` (self-normalised,
+p_i / sum_{j in S} p_j: a total weight of 1 in every round, the rule that isolates the
+weighting from the step size), each with the induced weights p of the participation process
+estimated from draws of an independent copy of it (the paper: "empirically estimated via
+repeated draws"; 100,000 draws outside the smoke profile, a standard error of a client's p below
+0.002 / M). Losses are recorded per client at every evaluation, so that both the objective of
+problem (3), sum_i p_i f_i, and the uniform one can be read off.
+
+Two protocols (:data:`PROTOCOLS`): ``last_iterate`` (the model's seeded random initialisation,
+no projection, the last global model is evaluated) and, for the linear regression,
+``algorithm1``: Algorithm 1 as written, theta_0 = 0, every local iterate projected onto the ball
+C = {||theta||_2 <= :data:`BALL_RADIUS`}, the averaged iterate (1/t) sum_{s <= t} theta_hat^s
+evaluated.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import json
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from . import agnostic
 from ._validation import require_choice, require_int, require_real
@@ -40,7 +50,25 @@ N_CLIENTS, M_AVAILABLE, TAU = 100, 10, 10.0
 #: seed offset of the independent copy of the process that p is estimated from
 P_SEED_STREAM = 10_000
 
-AGGREGATIONS = ("agnostic", "weighted", "weighted_updates")
+AGGREGATIONS = (
+    "agnostic",
+    "weighted",
+    "weighted_updates",
+    "weighted_rescaled",
+    "weighted_normalised",
+)
+#: the weighted rules of Fig. 2 (eq. 10 as printed diverges under any skew, see Fig. 1)
+FIG2_RULES = ("weighted_updates", "weighted_rescaled", "weighted_normalised")
+#: (aggregation form, normalisation) of each weighted rule (:class:`agnostic.WeightedFedAvg`)
+_WEIGHTED_FORMS = {
+    "weighted": ("weighted_sum", "none"),
+    "weighted_updates": ("weighted_delta", "none"),
+    "weighted_rescaled": ("weighted_delta", "mean"),
+    "weighted_normalised": ("weighted_sum", "round"),  # weights sum to 1: both forms agree
+}
+PROTOCOLS = ("last_iterate", "algorithm1")
+#: the protocol each task is read under by default (notebook 09); the other is a variant
+DEFAULT_PROTOCOL = {"mnist": "last_iterate", "linear_regression": "algorithm1"}
 
 #: the AoI paper's parameters for its policies used as participation processes
 AOI_M, AOI_M_PRIME = 15, 10
@@ -76,6 +104,20 @@ TASKS: dict[str, dict[str, Any]] = {
         },
     },
 }
+
+
+def _ball_radius(dataset: dict[str, Any]) -> float:
+    """Radius of Algorithm 1's ball C for :func:`synthetic.linear_regression`: twice the
+    expected norm sqrt(d (1 + heterogeneity^2)) of a client's model w_i = w* + h u_i (w*, u_i ~
+    N(0, I_d)). The optima of sum_i p_i f_i lie near the clients' models (no intercept in the
+    data), so C holds them with a wide margin; notebook 09 checks it on every seed and p."""
+    return 2.0 * float(np.sqrt(dataset["features"] * (1.0 + dataset["heterogeneity"] ** 2)))
+
+
+#: the ball C = {||theta||_2 <= BALL_RADIUS} of the ``algorithm1`` protocol (linear regression)
+BALL_RADIUS = _ball_radius(TASKS["linear_regression"]["dataset"])
+#: the tasks the ``algorithm1`` protocol is defined for (a ball around their optima is known)
+ALGORITHM1_TASKS = ("linear_regression",)
 
 _SCHEDULE = {
     "smoke": {
@@ -162,14 +204,21 @@ def _induced_p(key_json: str, cache_dir: str | None) -> np.ndarray:
     return p
 
 
-def _algorithm(aggregation: str, p: np.ndarray) -> dict[str, Any]:
+def _algorithm(aggregation: str, p: np.ndarray, protocol: str = "last_iterate") -> dict[str, Any]:
     aggregation = require_choice("aggregation", aggregation, (*AGGREGATIONS, "aoi"))
+    extra = {"radius": BALL_RADIUS, "average": True} if protocol == "algorithm1" else {}
     if aggregation == "agnostic":
-        return {"name": "agnostic"}
+        return {"name": "agnostic", **extra}
     if aggregation == "aoi":  # the policy's own weights w_i (AoI paper, eq. 15)
-        return {"name": "fedavg"}
-    form = "weighted_sum" if aggregation == "weighted" else "weighted_delta"
-    return {"name": "weighted", "p": [float(x) for x in p], "aggregation": form}
+        return {"name": "fedavg", **extra}
+    form, normalise = _WEIGHTED_FORMS[aggregation]
+    return {
+        "name": "weighted",
+        "p": [float(x) for x in p],
+        "aggregation": form,
+        **({"normalise": normalise} if normalise != "none" else {}),
+        **extra,
+    }
 
 
 def config(
@@ -182,6 +231,7 @@ def config(
     tau: float | None = TAU,
     p: Any = None,
     cache_dir: str | None = None,
+    protocol: str = "last_iterate",
 ) -> dict[str, Any]:
     """One training run: ``task`` under ``process`` with one aggregation rule.
 
@@ -189,17 +239,28 @@ def config(
     weights). ``p`` (the induced weights, needed by the weighted rules) defaults to
     :func:`induced_p` of the process (kept in ``cache_dir``); for the AoI Policies 1-2 pass
     it, as it depends on the partition's sizes. One ``seed`` drives the partition, the model,
-    the sampler and the batches.
+    the sampler and the batches. ``protocol``: one of :data:`PROTOCOLS` (``"algorithm1"`` only
+    for the tasks in :data:`ALGORITHM1_TASKS`).
     """
     task = require_choice("task", task, TASKS)
     seed = require_int("seed", seed, minimum=0)
+    protocol = require_choice("protocol", protocol, PROTOCOLS)
+    if protocol == "algorithm1" and task not in ALGORITHM1_TASKS:
+        raise ValueError(
+            f"protocol='algorithm1' is defined for task in {list(ALGORITHM1_TASKS)} (a ball C "
+            f"around the optimum is known there), got task={task!r}"
+        )
     sched = schedule(profile)
     spec = copy.deepcopy(TASKS[task])
     if aggregation not in ("agnostic", "aoi") and p is None:
         p = induced_p(process, seed, profile, tau, cache_dir=cache_dir)
     spec["dataset"] = {**spec["dataset"], **({"seed": seed} if task != "mnist" else {})}
     spec["partition"] = {**spec["partition"], **({"seed": seed} if task == "mnist" else {})}
-    spec["model"] = {**spec["model"], "seed": seed}
+    spec["model"] = {
+        **spec["model"],
+        "seed": seed,
+        **({"init": "zeros"} if protocol == "algorithm1" else {}),
+    }
     spec["sampler"] = _sampler_spec(process, seed, tau)
     spec["training"] = {
         **spec["training"],
@@ -207,24 +268,29 @@ def config(
         "seed": seed,
         "eval_every": sched["eval_every"],
         "client_loss_samples": 10**9,  # every sample: f_i exactly
-        "algorithm": _algorithm(aggregation, p),
+        "algorithm": _algorithm(aggregation, p, protocol),
     }
     return spec
 
 
 def figure1_grid(profile: str, cache_dir: str | None = None) -> list[dict[str, Any]]:
-    """Fig. 1: both tasks x the three rules x seeds at tau = 10."""
+    """Fig. 1: every rule x seeds at tau = 10; MNIST with the last iterate, the linear
+    regression under both protocols (Algorithm 1 as written, and the last iterate)."""
     seeds = schedule(profile)["seeds"]
     return [
-        config(task, agg, seed, profile, cache_dir=cache_dir)
+        config(task, agg, seed, profile, cache_dir=cache_dir, protocol=protocol)
         for task in TASKS
+        for protocol in (
+            ("algorithm1", "last_iterate") if task in ALGORITHM1_TASKS else PROTOCOLS[:1]
+        )
         for agg in AGGREGATIONS
         for seed in range(seeds)
     ]
 
 
 def figure2_grid(profile: str, cache_dir: str | None = None) -> list[dict[str, Any]]:
-    """Fig. 2: both tasks x agnostic / weighted on the updates x temperatures x seeds.
+    """Fig. 2: both tasks x agnostic and the weighted rules of :data:`FIG2_RULES` x
+    temperatures x seeds (last iterate).
 
     (Eq. 10 on the parameters diverges under any skew, see Fig. 1, so it has no converged loss
     to compare.)
@@ -234,7 +300,7 @@ def figure2_grid(profile: str, cache_dir: str | None = None) -> list[dict[str, A
         config(task, agg, seed, profile, tau=tau, cache_dir=cache_dir)
         for task in TASKS
         for tau in sched["taus"]
-        for agg in ("agnostic", "weighted_updates")
+        for agg in ("agnostic", *FIG2_RULES)
         for seed in range(sched["seeds"])
     ]
 
@@ -267,12 +333,14 @@ def aoi_grid(
 
 
 def describe(config_: dict[str, Any]) -> dict[str, Any]:
-    """(task, process, tau, aggregation, seed) of a configuration made by :func:`config`."""
+    """(task, process, tau, aggregation, seed, protocol) of a configuration made by
+    :func:`config`."""
     task = "mnist" if config_["dataset"]["name"] == "mnist" else "linear_regression"
     sampler = config_["sampler"]
     algorithm = config_["training"]["algorithm"]
     if algorithm["name"] == "weighted":
-        agg = "weighted" if algorithm["aggregation"] == "weighted_sum" else "weighted_updates"
+        form = (algorithm["aggregation"], algorithm.get("normalise", "none"))
+        agg = next(k for k, v in _WEIGHTED_FORMS.items() if v == form)
     else:
         agg = "aoi" if algorithm["name"] == "fedavg" else algorithm["name"]
     tau = None
@@ -284,6 +352,7 @@ def describe(config_: dict[str, Any]) -> dict[str, Any]:
         "tau": tau,
         "aggregation": agg,
         "seed": config_["training"]["seed"],
+        "protocol": "algorithm1" if algorithm.get("average") else "last_iterate",
     }
 
 
@@ -311,3 +380,151 @@ def objective_curves(result: Any, p: Any) -> tuple[np.ndarray, np.ndarray, np.nd
 def final_value(curve: np.ndarray, last: int = 5) -> float:
     """The converged value of a loss curve: the mean of its last ``last`` evaluations."""
     return float(np.mean(curve[-last:]))
+
+
+def trend_over_seeds(
+    skew: Any,
+    gap: Any,
+    seeds: Any,
+    *,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    rng_seed: int = 0,
+) -> dict[str, float]:
+    """Does ``gap`` grow with ``skew``? Statistics over all points, with intervals over seeds.
+
+    ``rho``: Spearman's rank correlation of all (skew, gap) points; ``slope``: the least-squares
+    slope of gap on skew. Their ``level`` intervals (``rho_low`` .. ``rho_high``, ``slope_low``
+    .. ``slope_high``) are percentile bootstrap intervals over seeds: ``n_boot`` times, as many
+    seeds as there are are drawn with replacement and all points of each drawn seed (every
+    temperature) enter the statistic, so the interval reflects how much the answer depends on
+    the seeds (the data, model initialisation, participation trace and batches they drive).
+    A resample whose points all share one skew has no rank correlation and is left out.
+    """
+    from scipy import stats as sps
+
+    x, y = np.asarray(skew, dtype=float), np.asarray(gap, dtype=float)
+    s = np.asarray(seeds)
+    if not (x.shape == y.shape == s.shape) or x.ndim != 1:
+        raise ValueError(
+            f"skew, gap and seeds must be 1-d of one length, got shapes {x.shape}, {y.shape}, "
+            f"{s.shape}"
+        )
+    n_boot = require_int("n_boot", n_boot, minimum=1)
+    level = require_real("level", level, minimum=0.0, maximum=1.0, strict_minimum=True)
+    unique = np.unique(s)
+    if unique.size < 2 or np.unique(x).size < 2:
+        raise ValueError(
+            f"a trend over seeds needs >= 2 seeds and >= 2 distinct skews, got {unique.size} "
+            f"seeds and {np.unique(x).size} skews"
+        )
+    rows = {u: np.flatnonzero(s == u) for u in unique}
+
+    def statistics(idx: np.ndarray) -> tuple[float, float]:
+        if np.unique(x[idx]).size < 2:
+            return float("nan"), float("nan")
+        rho = sps.spearmanr(x[idx], y[idx]).statistic
+        return float(rho), float(np.polyfit(x[idx], y[idx], 1)[0])
+
+    rng = np.random.default_rng(rng_seed)
+    boot = np.array(
+        [
+            statistics(np.concatenate([rows[u] for u in rng.choice(unique, unique.size)]))
+            for _ in range(n_boot)
+        ]
+    )
+    tail = 100 * (1 - level) / 2
+    (rho_low, slope_low), (rho_high, slope_high) = np.nanpercentile(
+        boot, [tail, 100 - tail], axis=0
+    )
+    rho, slope = statistics(np.arange(x.size))
+    return {
+        "rho": rho,
+        "rho_low": float(rho_low),
+        "rho_high": float(rho_high),
+        "slope": slope,
+        "slope_low": float(slope_low),
+        "slope_high": float(slope_high),
+        "seeds": int(unique.size),
+        "points": int(x.size),
+    }
+
+
+def trend_verdict(low: float, high: float) -> str:
+    """The verdict on "the gap grows with the skew" from an interval of its trend statistic:
+    ``"held"`` when the interval lies above 0, ``"NOT held"`` when below, else
+    ``"inconclusive at this budget"``."""
+    if low > 0:
+        return "held"
+    if high < 0:
+        return "NOT held"
+    return "inconclusive at this budget"
+
+
+#: a problem-(3) loss above this (or not a number) counts as diverged
+DIVERGED_LOSS = 1e6
+
+
+def run_table(
+    configs: Any,
+    results: Any,
+    profile: str,
+    data_root: str = "data",
+    cache_dir: str | None = None,
+    last: int = 5,
+) -> pd.DataFrame:
+    """One row per run of :func:`config`: its :func:`describe` fields, the skew of its p, the
+    converged loss (:func:`final_value` over the last ``last`` evaluations) on problem (3)
+    (``loss_p``) and on the uniform objective (``loss_uniform``), and ``diverged_at``: the first
+    evaluation round whose problem-(3) loss is not finite or above :data:`DIVERGED_LOSS`
+    (None if none)."""
+    rows = []
+    for cfg, res in zip(configs, results, strict=True):
+        d = describe(cfg)
+        p = process_p(cfg, profile, data_root, cache_dir)
+        rounds, obj_p, obj_u = objective_curves(res, p)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(obj_p) | (obj_p > DIVERGED_LOSS)
+        rows.append(
+            {
+                **d,
+                "skew": agnostic.skew(p),
+                "loss_p": final_value(obj_p, last),
+                "loss_uniform": final_value(obj_u, last),
+                "diverged_at": int(rounds[np.argmax(bad)]) if bad.any() else None,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def gaps(table: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
+    """Converged loss of each weighted rule minus agnostic FedAvg's, run by run.
+
+    Pairs the rows of ``table`` (:func:`run_table`) that share (task, protocol, process, tau,
+    seed): one row per pair and rule in ``rules``, with ``gap_p`` and ``gap_uniform`` (weighted
+    minus agnostic, on problem (3) and on the uniform objective), the agnostic run's
+    ``agnostic_p`` and the ``skew``; ordered by task, then rule.
+    """
+    keys = ["task", "protocol", "process", "tau", "seed"]
+    base = table[table["aggregation"] == "agnostic"].set_index(keys)
+    out = []
+    for rule in rules:
+        rule = require_choice("rule", rule, AGGREGATIONS[1:])
+        other = table[table["aggregation"] == rule].set_index(keys)
+        both = base.merge(other, left_index=True, right_index=True, suffixes=("_agnostic", ""))
+        out.append(
+            pd.DataFrame(
+                {
+                    "rule": rule,
+                    "skew": both["skew"],
+                    "gap_p": both["loss_p"] - both["loss_p_agnostic"],
+                    "gap_uniform": both["loss_uniform"] - both["loss_uniform_agnostic"],
+                    "agnostic_p": both["loss_p_agnostic"],
+                }
+            ).reset_index()
+        )
+    table = pd.concat(out, ignore_index=True)
+    order = {name: i for i, name in enumerate([*TASKS, *AGGREGATIONS])}
+    return table.sort_values(  # task by task (in TASKS order), then rule by rule; stable
+        ["task", "rule"], key=lambda col: col.map(order), kind="stable", ignore_index=True
+    )

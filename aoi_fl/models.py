@@ -214,7 +214,21 @@ MODELS: dict[str, type[nn.Module]] = {
 }
 
 
-def build_model(name: str, **kwargs: object) -> nn.Module:
-    """Build the model registered as ``name`` in ``MODELS``; ``kwargs`` (and ``seed``) go to it."""
+#: how a model's parameters start: the seeded default initialisation, or all zero (the
+#: agnostic-FedAvg paper's Algorithm 1, theta_0 = 0; meant for convex models)
+INITS = ("default", "zeros")
+
+
+def build_model(name: str, init: str = "default", **kwargs: object) -> nn.Module:
+    """Build the model registered as ``name`` in ``MODELS``; ``kwargs`` (and ``seed``) go to it.
+
+    ``init="zeros"`` sets every parameter to 0 after construction (see :data:`INITS`).
+    """
     name = require_choice("model", name, MODELS)
-    return MODELS[name](**kwargs)
+    init = require_choice("init", init, INITS)
+    model = MODELS[name](**kwargs)
+    if init == "zeros":
+        with torch.no_grad():
+            for p in model.parameters():
+                p.zero_()
+    return model

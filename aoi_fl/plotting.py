@@ -46,6 +46,12 @@ STYLES: dict[str, Style] = {
     "agnostic": Style("agnostic FedAvg (1/|S|)", _PALETTE[0], "o"),
     "weighted_updates": Style("weighted FedAvg, eq. 10 on the updates", _PALETTE[2], "s"),
     "weighted": Style("weighted FedAvg, eq. 10 as printed (parameters)", _PALETTE[8], "x"),
+    "weighted_rescaled": Style(
+        "weighted FedAvg, updates / N sum p^2 (mean step 1)", _PALETTE[5], "v"
+    ),
+    "weighted_normalised": Style(
+        "weighted FedAvg, self-normalised p_i / sum_S p_j", _PALETTE[3], "D"
+    ),
     "aoi": Style("the policy's own weights (AoI eq. 15)", _PALETTE[4], "^"),
     # the unbiased samplers of the K-Vib paper (aoi_fl.unbiased_samplers)
     "uniform_unbiased": Style("uniform (unbiased)", _PALETTE[7], "X"),
@@ -77,7 +83,14 @@ STYLES: dict[str, Style] = {
 #: names that share a figure: within a family every colour and every marker differs (tested)
 FAMILIES: dict[str, tuple[str, ...]] = {
     "AoI policies": ("random", "probabilistic", "markov_optimal", "markov_nonoptimal"),
-    "agnostic-FedAvg aggregation rules": ("agnostic", "weighted_updates", "weighted", "aoi"),
+    "agnostic-FedAvg aggregation rules": (
+        "agnostic",
+        "weighted_updates",
+        "weighted",
+        "weighted_rescaled",
+        "weighted_normalised",
+        "aoi",
+    ),
     "K-Vib samplers": (
         "uniform_unbiased",
         "uniform_normalised",

@@ -324,7 +324,8 @@ def build_trainer(config: Mapping[str, Any], data_root: str = "data") -> Federat
 
 @dataclass(frozen=True)
 class ExperimentResult:
-    """A finished run: its resolved config, records, final global model and sampler config."""
+    """A finished run: its resolved config, records, final model (the reported one: the last
+    global model, or the averaged iterate of an algorithm that reports it) and sampler config."""
 
     key: str
     config: dict
@@ -382,7 +383,7 @@ def run_experiment(
             checkpoints.save(tr.round, *tr.state_dict())
 
     history = trainer.run(progress=progress, on_round=save_checkpoint)
-    final = {k: v.numpy() for k, v in trainer.params.items()}
+    final = {k: v.numpy() for k, v in trainer.reported_params().items()}
     sampler = trainer.sampler.config()
     result = {"history": history, "sampler": sampler, "torch_version": torch.__version__}
     if not resolved["training"].get("keep_params", True):

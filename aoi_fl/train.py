@@ -335,7 +335,8 @@ class FederatedTrainer:
     ``history`` (JSON-serialisable): per round ``lr``, ``selected`` (ids), ``weights`` and
     ``update_norms`` (||theta_i - theta||_2, also the sampler's feedback by default); per
     evaluation ``eval_round`` (0 = the initial model), ``test_loss`` and ``test_accuracy`` of
-    the global model and, with ``client_loss_samples``, ``client_losses`` (F_k of the global
+    the reported model (:meth:`reported_params`: the global model unless the algorithm reports
+    e.g. an averaged iterate) and, with ``client_loss_samples``, ``client_losses`` (F_k of that
     model for every client k), every ``eval_every`` rounds and after the last round. The
     ``full_information`` mode adds the per-round :data:`FULL_INFORMATION_KEYS`; without
     ``record_clients`` the per-client lists stay empty.
@@ -379,8 +380,14 @@ class FederatedTrainer:
         rows = local_batches(s.seed, t, client, idx.size, s.local_epochs, s.batch_size)
         return np.where(rows >= 0, idx[np.maximum(rows, 0)], -1)
 
+    def reported_params(self) -> Params:
+        """The model the algorithm reports after the rounds so far: what is evaluated and what
+        a run returns (the global model, or e.g. Algorithm 1's averaged iterate,
+        :meth:`Algorithm.reported_params`)."""
+        return self.algorithm.reported_params(self.params)
+
     def evaluate(self) -> tuple[float, float | None]:
-        return evaluate(self.model, self.params, self.data.test, self.settings.loss)
+        return evaluate(self.model, self.reported_params(), self.data.test, self.settings.loss)
 
     def client_loss_counts(self) -> np.ndarray:
         """How many samples of each client its loss subset holds (client order)."""
@@ -407,7 +414,8 @@ class FederatedTrainer:
         return TensorSplit(self.data.train.x[flat], self.data.train.y[flat])
 
     def client_losses(self, params: Params | None = None) -> list[float]:
-        """F_k of ``params`` (default: the global model) for every client k, on its loss subset."""
+        """F_k of ``params`` (default: the reported model, :meth:`reported_params`) for every
+        client k, on its loss subset."""
         if self.settings.client_loss_samples == 0:
             raise ValueError("client_losses needs TrainSettings(client_loss_samples > 0)")
         if not hasattr(self, "_loss_owner"):
@@ -425,7 +433,7 @@ class FederatedTrainer:
                 self._loss_split = self.client_loss_split()
             self._loss_owner = torch.from_numpy(owner)
             self._loss_counts = torch.tensor(counts, dtype=torch.float64)
-        params = self.params if params is None else params
+        params = self.reported_params() if params is None else params
         per_sample = per_sample_losses(self.model, params, self._loss_split, self.settings.loss)
         sums = torch.zeros(len(self._loss_counts), dtype=torch.float64)
         sums.index_add_(0, self._loss_owner, per_sample.double())
@@ -464,7 +472,7 @@ class FederatedTrainer:
             return
         screen = None
         if not self._target_reached():
-            screen = evaluate(self.model, self.params, self.screen_split(), s.loss)[1]
+            screen = evaluate(self.model, self.reported_params(), self.screen_split(), s.loss)[1]
         self.history["screen_accuracy"].append(screen)
         if scheduled or (screen is not None and screen >= s.screen_target - s.screen_margin):
             self._record_evaluation(scheduled=scheduled)

@@ -136,8 +136,19 @@ def test_build_model_unknown_name_lists_valid():
         (lambda: McMahanCifarCNN(num_classes=1), "num_classes must be >= 2"),
         (lambda: SmallCNN(dropout=1.0), "dropout must be <= 0.99"),
         (lambda: build_model("logistic_regression", in_features=0, num_classes=3), "in_features"),
+        (
+            lambda: build_model("linear_regression", in_features=2, init="ones"),
+            "unknown init 'ones'; valid: default, zeros",
+        ),
     ],
 )
 def test_bad_arguments(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_zero_init_sets_every_parameter_to_zero():
+    # Algorithm 1 of the agnostic-FedAvg paper starts from theta_0 = 0
+    model = build_model("logistic_regression", in_features=5, num_classes=3, seed=4, init="zeros")
+    assert all(torch.count_nonzero(p) == 0 for p in model.parameters())
+    assert count_parameters(model) == 18
