@@ -59,8 +59,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
+from flops import matmul_flops_per_s, step_flops, timed
 from torch.utils.data import DataLoader, TensorDataset
-from torch.utils.flop_counter import FlopCounterMode
 
 from aoi_fl.data import TensorSplit
 from aoi_fl.engines import LocalTraining, _channels_last, local_batches, stack
@@ -69,29 +69,6 @@ from aoi_fl.seeding import derived_seed
 
 CLIENTS, PER_CLIENT, BATCH, LR = 15, 600, 50, 0.05
 REPEATS = 10
-
-
-def matmul_flops_per_s(n: int = 4096, repeats: int = 3) -> float:
-    gen = torch.Generator().manual_seed(0)
-    a, b = torch.randn(n, n, generator=gen), torch.randn(n, n, generator=gen)
-    a @ b
-    best = min(_timed(lambda: a @ b) for _ in range(repeats))
-    return 2 * n**3 / best
-
-
-def _timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def step_flops(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> int:
-    """Forward + backward FLOPs of one mini-batch step of ``model``."""
-    counter = FlopCounterMode(display=False)
-    with counter:
-        F.cross_entropy(model(x), y).backward()
-    model.zero_grad(set_to_none=True)
-    return counter.get_total_flops()
 
 
 def kernel_step(model: torch.nn.Module, x: torch.Tensor) -> Callable[[], None]:
@@ -228,7 +205,7 @@ def bench_model(name: str, epochs: int, extra_epochs: int, peak: float) -> dict[
         fn(1, 1)
     rates = {}
     for label, e, fn in methods:
-        seconds = _timed(lambda fn=fn, e=e: fn(e))
+        seconds = timed(lambda fn=fn, e=e: fn(e))
         samples = CLIENTS * PER_CLIENT * e
         rates[label] = samples / seconds
         flops = flops_per_step * CLIENTS * (PER_CLIENT // BATCH) * e / seconds
@@ -251,7 +228,7 @@ def bench_model(name: str, epochs: int, extra_epochs: int, peak: float) -> dict[
     best = dict.fromkeys(probes, float("inf"))
     for _ in range(REPEATS):
         for label, fn in probes.items():
-            best[label] = min(best[label], _timed(fn) / (auto * PER_CLIENT))
+            best[label] = min(best[label], timed(fn) / (auto * PER_CLIENT))
     print(f"interleaved, best of {REPEATS} ({auto} client(s) x 1 epoch):")
     for label, seconds in best.items():
         print(f"  {label:32s} {1 / seconds:10.0f} samples/s {best['loop'] / seconds:7.2f}x")
