@@ -108,3 +108,27 @@ def test_screen_gaps_pair_each_round_with_its_full_evaluation():
 def test_bad_screening_options_name_the_setting(options, message):
     with pytest.raises(ValueError, match=message):
         TrainSettings(rounds=1, **options)
+
+
+def test_screening_check_separates_the_rounds_near_the_target():
+    from types import SimpleNamespace
+
+    from aoi_fl.summaries import screening_check
+
+    history = {
+        "screen_accuracy": [0.5, 0.93, 0.955, None],
+        "eval_round": [0, 1, 2, 3, 4],
+        "test_accuracy": [0.1, 0.55, 0.94, 0.962, 0.971],
+    }
+    run = SimpleNamespace(
+        config={
+            "partition": {"name": "iid"},
+            "sampler": {"name": "random"},
+            "training": {"seed": 0, "screen_target": 0.97},
+        },
+        history=history,
+    )
+    row = screening_check([run], 0.015).loc[("iid", "random")]
+    # gaps 0.05 (round 1, far below the target), 0.01 and 0.007 (within 0.03 of it)
+    assert row["rounds compared"] == 3 and row["max gap"] == pytest.approx(0.05)
+    assert row["rounds near target"] == 2 and row["max gap near target"] == pytest.approx(0.01)
