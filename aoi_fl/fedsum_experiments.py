@@ -8,7 +8,16 @@
   biased sampling (same schedule; Case 2 with p = S/N is P2, so those runs are shared);
 - ``"p_grid"`` (Fig. 10): FedSUM under Bernoulli participation with a grid of p, constant
   eta_l = 0.01;
-- ``"family"`` (Fig. 11): FedSUM-B, FedSUM and FedSUM-CR under P1-P3, constant eta_l = 0.1.
+- ``"family"`` (Fig. 11): FedSUM-B, FedSUM and FedSUM-CR under P1-P3, constant eta_l = 0.1;
+- ``"long"`` (issue 13): the long-horizon panel, all nine methods (FedSUM-B, FedSUM, FedSUM-CR
+  and the six baselines) under P1-P3 to the paper's T = 2000 rounds with the schedule of
+  ``"main"``; ``"long_cases"`` adds FedSUM under the cyclic orders and biased sampling and
+  FedAvg under biased sampling (claims (iii) and (viii)); ``"long_p_grid"`` is Fig. 10's p
+  grid (claim (iv)) at the same horizon. Their model is per profile (:data:`LONG_MODELS`): in
+  ``cpu`` multinomial logistic regression on the 784 pixels (convex, 7,850 parameters, a
+  round costs a few milliseconds where the CNN's costs ~1.5 s, so 2000 rounds x 54 runs fit
+  the CPU), in ``paper`` the paper's CNN. They are evaluated every
+  ``long["eval_every"]`` rounds (test set and every client's loss at the same cadence).
 
 Every run of one seed uses the same partition, initial model and participation trace (the
 sampler's generator depends on the seed and the pattern only), so algorithms are compared on
@@ -41,7 +50,9 @@ from .profiles import PROFILES
 
 DATASETS = ("mnist", "cifar10")
 MODELS = {"mnist": "small_cnn", "cifar10": "fedsum_cifar_cnn"}
-FIGURES = ("main", "cases", "p_grid", "family")
+FIGURES = ("main", "cases", "p_grid", "family", "long", "long_cases", "long_p_grid")
+#: the long-horizon figures (issue 13): their own rounds, seeds, evaluation cadence and model
+LONG_FIGURES = ("long", "long_cases", "long_p_grid")
 
 MAIN_ALGORITHMS = (
     "fedsum",
@@ -55,12 +66,24 @@ MAIN_ALGORITHMS = (
 )
 BASELINES = MAIN_ALGORITHMS[2:]
 FAMILY = ("fedsum_b", "fedsum", "fedsum_cr")
+#: every method of the long-horizon panel: the FedSUM family and the six baselines
+LONG_ALGORITHMS = ("fedsum_b", *MAIN_ALGORITHMS)
+#: per profile, the long-horizon panel's MNIST model: logistic regression where the CPU must
+#: afford 2000 rounds (smoke, cpu), the paper's CNN in ``paper``
+LONG_MODELS = {
+    "smoke": {"name": "logistic_regression", "in_features": 784, "num_classes": 10},
+    "cpu": {"name": "logistic_regression", "in_features": 784, "num_classes": 10},
+    "paper": {"name": "small_cnn"},
+}
+#: the local-training engine per long-panel model: the closed-form gradient for the softmax
+#: regression (:mod:`aoi_fl.engines`, "linear"; no autograd), the default for the CNN
+LONG_ENGINES = {"logistic_regression": "linear", "small_cnn": "auto"}
 MAIN_PATTERNS = ("P1", "P2", "P3")
 CASES = ("P1", "P2", "cyclic", "reshuffled", "biased")
 
 LR0, LR_PERIOD = 0.01, 10.0  # eta_l = 0.01 / sqrt(t/10 + 1) (Sec. 5)
 SERVER_LR, FEDAU_CUTOFF, FEDAWE_CLIP, ALPHA = 1.0, 50, 0.5, 0.1
-CONSTANT_LR = {"p_grid": 0.01, "family": 0.1}  # Figs 10 and 11
+CONSTANT_LR = {"p_grid": 0.01, "family": 0.1, "long_p_grid": 0.01}  # Figs 10 and 11
 
 SVHN_MESSAGE = (
     "SVHN: not implemented in this project (no loader) and not obtainable on the machine this "
@@ -81,6 +104,7 @@ _PROFILES: dict[str, dict[str, Any]] = {
         "eval_every": 10,
         "client_loss_samples": 10**9,
         "p_grid": (0.05, 0.1, 0.2, 0.5, 1.0),
+        "long": {"rounds": 2000, "seeds": 3, "eval_every": 20, "client_loss_samples": 10**9},
     },
     "smoke": {
         "n_clients": 10,
@@ -93,6 +117,7 @@ _PROFILES: dict[str, dict[str, Any]] = {
         "eval_every": 1,
         "client_loss_samples": 10,
         "p_grid": (0.2, 0.5),
+        "long": {"rounds": 4, "seeds": 2, "eval_every": 2, "client_loss_samples": 10},
     },
 }
 
@@ -103,6 +128,9 @@ _PROFILES["cpu"] = {
     "seeds": {"main": 2, "cases": 1, "p_grid": 1, "family": 1},
     "eval_every": 5,
     "client_loss_samples": 100,
+    # the long-horizon panel: the paper's horizon, 2 seeds; every client's full loss and the
+    # test set every 20 rounds (101 evaluations of a logistic model: cheap)
+    "long": {"rounds": 2000, "seeds": 2, "eval_every": 20, "client_loss_samples": 10**9},
 }
 
 
@@ -176,14 +204,21 @@ def fedsum_config(
     lr: dict[str, Any],
     *,
     synthetic: bool = False,
+    model: dict[str, Any] | None = None,
+    evaluation: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """One run's configuration (one ``seed`` drives partition, model, trace and batches)."""
+    """One run's configuration (one ``seed`` drives partition, model, trace and batches).
+
+    ``model`` replaces the dataset's CNN (a model section without seed) and ``evaluation``
+    the profile's ``eval_every`` / ``client_loss_samples`` and sets the ``engine`` (both for
+    the long-horizon panel).
+    """
     dataset = require_choice("dataset", dataset, DATASETS)
     seed = require_int("seed", seed, minimum=0)
     if synthetic and dataset == "mnist":
         raise ValueError("synthetic=True is for CIFAR-10 only (MNIST is available)")
     s = profile_settings(profile)
-    return {
+    config = {
         "dataset": dataset_section(dataset, synthetic, s["data"]),
         "partition": {
             "name": "dirichlet_prior",
@@ -191,19 +226,22 @@ def fedsum_config(
             "seed": seed,
             "alpha": ALPHA,
         },
-        "model": {"name": MODELS[dataset], "seed": seed},
+        "model": {**(model or {"name": MODELS[dataset]}), "seed": seed},
         "sampler": {**sampler, "seed": seed},
         "training": {
             "rounds": rounds,
             "local_steps": s["local_steps"],
             "batch_size": s["batch_size"],
             "seed": seed,
-            "eval_every": s["eval_every"],
-            "client_loss_samples": s["client_loss_samples"],
+            "eval_every": (evaluation or s)["eval_every"],
+            "client_loss_samples": (evaluation or s)["client_loss_samples"],
             "lr": lr,
             "algorithm": algorithm_spec(algorithm, profile),
         },
     }
+    if evaluation and "engine" in evaluation:
+        config["training"]["engine"] = evaluation["engine"]
+    return config
 
 
 def plan(
@@ -212,26 +250,38 @@ def plan(
     """Every run of ``figure`` (see the module docstring) for ``profile`` and ``dataset``."""
     figure = require_choice("figure", figure, FIGURES)
     s = profile_settings(profile)
-    rounds = s["rounds"][figure]
+    long = figure in LONG_FIGURES
+    if long and dataset != "mnist":
+        raise ValueError("the long-horizon panel is MNIST only")
+    rounds = s["long"]["rounds"] if long else s["rounds"][figure]
+    n_seeds = s["long"]["seeds"] if long else s["seeds"][figure]
+    extra: dict[str, Any] = {}
+    if long:
+        evaluation = {k: s["long"][k] for k in ("eval_every", "client_loss_samples")}
+        evaluation["engine"] = LONG_ENGINES[LONG_MODELS[profile]["name"]]
+        extra = {"model": LONG_MODELS[profile], "evaluation": evaluation}
     if figure in CONSTANT_LR:
         lr = {"name": "constant", "lr": CONSTANT_LR[figure]}
     else:
         lr = {"name": "inverse_sqrt", "lr0": LR0, "period": LR_PERIOD}
     # (label, algorithm, sampler section); the p grid's samplers come from p itself
-    if figure == "p_grid":
+    if figure in ("p_grid", "long_p_grid"):
         cells = [(f"p={p:g}", "fedsum", pattern_spec("bernoulli", profile, p)) for p in s["p_grid"]]
     else:
         pairs = {
             "main": [(pat, alg) for pat in MAIN_PATTERNS for alg in MAIN_ALGORITHMS],
             "cases": [(pat, "fedsum") for pat in CASES] + [("biased", "fedavg")],
             "family": [(pat, alg) for pat in MAIN_PATTERNS for alg in FAMILY],
+            "long": [(pat, alg) for pat in MAIN_PATTERNS for alg in LONG_ALGORITHMS],
+            # P1 and P2 (Cases 1-2) of FedSUM are in "long"
+            "long_cases": [(pat, "fedsum") for pat in CASES[2:]] + [("biased", "fedavg")],
         }[figure]
         cells = [(pat, alg, pattern_spec(pat, profile)) for pat, alg in pairs]
     out = []
-    for seed in range(s["seeds"][figure]):
+    for seed in range(n_seeds):
         for pattern, algorithm, sampler in cells:
             config = fedsum_config(
-                dataset, algorithm, sampler, seed, profile, rounds, lr, synthetic=synthetic
+                dataset, algorithm, sampler, seed, profile, rounds, lr, synthetic=synthetic, **extra
             )
             out.append(Planned(figure, dataset, pattern, algorithm, seed, config))
     return out

@@ -161,3 +161,238 @@ def head_to_head(
                 }
             )
     return pd.DataFrame(rows).set_index(["pattern", "candidate"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Claims of the long-horizon panel (issue 13), each with its criterion fixed before any run
+
+#: the pass mark of claim (iii): FedSUM's final test accuracy over Cases 1-4 spans at most this
+CASES_SPREAD = 0.05
+#: claim (v)'s tolerance: FedSUM-B / FedSUM-CR at most this far below FedSUM in test accuracy
+FAMILY_TOLERANCE = 0.01
+#: claim (iv)'s pass mark: |Spearman rho| between p and the final metrics, right sign
+P_GRID_RHO = 0.8
+
+#: the criterion of each claim (as notebooks 15-16 state the claims), fixed in code; a claim's
+#: verdict is "held" when its criterion is met in every seed, "not held" when it fails in every
+#: seed, "inconclusive" otherwise (seeds disagree, or the panel lacks the runs it needs)
+CLAIM_CRITERIA = {
+    "(i)": "FedSUM and FedSUM-CR converge faster than all six baselines: per pattern, each of "
+    "them beats the best baseline (best by its mean over seeds) in final training loss and in "
+    "final test accuracy, seed by seed (paired seeds: same partition, model and trace)",
+    "(ii)": "per unit of communication FedSUM-CR is the most effective: per pattern, at the "
+    "largest budget every run of the pattern spent, FedSUM-CR beats the best other method in "
+    "training loss and in test accuracy, seed by seed",
+    "(iii)": "FedSUM is robust across Cases 1-4 (P1, P2, cyclic, reshuffled): in every seed "
+    f"its training loss falls under every case and its final test accuracies span at most "
+    f"{CASES_SPREAD:.0%} (needs all four cases)",
+    "(iv)": "a larger p is better: over the Bernoulli p grid, FedSUM's final training loss "
+    f"falls and its final test accuracy rises with p, Spearman |rho| >= {P_GRID_RHO} with the "
+    "right sign in every seed (not held: the wrong sign in every seed)",
+    "(v)": "FedSUM-B and FedSUM-CR are at least as good as FedSUM: per pattern, final training "
+    f"loss not higher and final test accuracy at most {FAMILY_TOLERANCE:.0%} below, seed by "
+    "seed (on the panel's step-size schedule, not the paper's constant eta_l = 0.1)",
+    "(viii)": "biased sampling does not hurt FedSUM: in every seed, FedSUM under biased "
+    "sampling has a final training loss no higher and a final test accuracy no lower than its "
+    "worst of Cases 1-4, and it beats FedAvg under biased sampling on both metrics",
+}
+VERDICTS = ("held", "not held", "inconclusive")
+
+
+def seed_verdict(passed: Sequence[bool]) -> str:
+    """ "held" if a criterion is met in every seed, "not held" if in none, else "inconclusive"."""
+    passed = [bool(p) for p in passed]
+    if not passed:
+        return "inconclusive"
+    return "held" if all(passed) else "not held" if not any(passed) else "inconclusive"
+
+
+def combine_verdicts(verdicts: Iterable[str]) -> str:
+    """A claim made of parts: "held" if every part held, "not held" if some part is not held,
+    otherwise (or with no parts) "inconclusive"."""
+    verdicts = list(verdicts)
+    if verdicts and all(v == "held" for v in verdicts):
+        return "held"
+    return "not held" if "not held" in verdicts else "inconclusive"
+
+
+def paired_margins(cand: Sequence[Any], rival: Sequence[Any], value) -> np.ndarray:
+    """``value(run)`` of a candidate minus its rival's, seed by seed (both groups must hold
+    the same seeds)."""
+    if [r.planned.seed for r in cand] != [r.planned.seed for r in rival]:
+        raise ValueError("paired comparisons need the same seeds in both groups")
+    return np.array([value(a) - value(b) for a, b in zip(cand, rival, strict=True)], dtype=float)
+
+
+def _signed(metric: str) -> float:
+    return 1.0 if HIGHER_IS_BETTER[metric] else -1.0
+
+
+def _describe(values: Sequence[float], fmt: str = "{:+.4f}") -> str:
+    s = _spread(values)
+    return f"{fmt.format(s['mean'])} [{fmt.format(s['min'])}, {fmt.format(s['max'])}]"
+
+
+def _beats_best(
+    groups: dict, pattern: str, cand: str, rivals: Sequence[str], metric: str, value
+) -> tuple[str, str]:
+    """(verdict, numbers) of ``cand`` against the best of ``rivals`` on ``value(run, metric)``
+    (best: mean over seeds), margins positive when the candidate is better."""
+    present = [r for r in rivals if (pattern, r) in groups]
+    sign = _signed(metric)
+    means = {
+        r: np.mean([sign * value(run, metric) for run in groups[(pattern, r)]]) for r in present
+    }
+    best = max(means, key=means.get)
+    margins = sign * paired_margins(
+        groups[(pattern, cand)], groups[(pattern, best)], lambda run: value(run, metric)
+    )
+    return seed_verdict(margins > 0), f"{pattern} {cand} vs {best}, {metric}: {_describe(margins)}"
+
+
+def long_claims(
+    summaries: Iterable[Any], last: int = 1, baselines: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """The claims (i)-(v) and (viii) checked on the long-horizon panel: per claim its
+    criterion (:data:`CLAIM_CRITERIA`), our numbers (paired margins over seeds: mean
+    [min, max], positive when the claim's side is better; for (iii) the accuracy spread, for
+    (iv) Spearman rho) and the verdict. Final values are means over the last ``last``
+    evaluations; ``baselines`` defaults to the six baselines of the paper."""
+    from scipy import stats
+
+    from .fedsum_experiments import BASELINES, LONG_ALGORITHMS, MAIN_PATTERNS
+
+    baselines = list(BASELINES if baselines is None else baselines)
+    summaries = list(summaries)
+    groups = group(summaries)
+    patterns = [p for p in MAIN_PATTERNS if any(k[0] == p for k in groups)]
+
+    def final(run: Any, metric: str) -> float:
+        return final_value(run, metric, last)
+
+    rows: dict[str, tuple[list[str], list[str]]] = {c: ([], []) for c in CLAIM_CRITERIA}
+
+    def add(claim: str, verdict: str, numbers: str) -> None:
+        rows[claim][0].append(verdict)
+        rows[claim][1].append(numbers)
+
+    metrics = ("train_loss", "test_accuracy")
+    for pattern in patterns:
+        for cand in ("fedsum", "fedsum_cr"):
+            if (pattern, cand) in groups and any((pattern, b) in groups for b in baselines):
+                for metric in metrics:
+                    add("(i)", *_beats_best(groups, pattern, cand, baselines, metric, final))
+        # (ii): at the largest budget every run of the pattern spent
+        runs_p = [s for s in summaries if s.planned.pattern == pattern]
+        if any(s.planned.algorithm == "fedsum_cr" for s in runs_p):
+            budget = float(budget_table(runs_p, "train_loss")["budget"].iloc[0])
+            others = [a for a in LONG_ALGORITHMS if a != "fedsum_cr"]
+            for metric in metrics:
+                verdict, numbers = _beats_best(
+                    groups,
+                    pattern,
+                    "fedsum_cr",
+                    others,
+                    metric,
+                    lambda run, m, budget=budget: at_budget(run, m, budget),
+                )
+                add("(ii)", verdict, f"{numbers} (budget {budget:.0f})")
+        # (v): FedSUM-B and FedSUM-CR against FedSUM
+        for cand in ("fedsum_b", "fedsum_cr"):
+            if (pattern, cand) in groups and (pattern, "fedsum") in groups:
+                rival = groups[(pattern, "fedsum")]
+                loss = -paired_margins(
+                    groups[(pattern, cand)], rival, lambda r: final(r, "train_loss")
+                )
+                acc = paired_margins(
+                    groups[(pattern, cand)], rival, lambda r: final(r, "test_accuracy")
+                )
+                ok = (loss >= 0) & (acc >= -FAMILY_TOLERANCE)
+                add(
+                    "(v)",
+                    seed_verdict(ok),
+                    f"{pattern} {cand} vs fedsum: loss margin "
+                    f"{_describe(loss)}, accuracy margin {_describe(acc)}",
+                )
+
+    # (iii) and (viii): FedSUM over the cases, seed by seed
+    four = ("P1", "P2", "cyclic", "reshuffled")
+    cases = [c for c in four if ("fedsum" in {a for p, a in groups if p == c})]
+    if cases:
+        seeds = [r.planned.seed for r in groups[(cases[0], "fedsum")]]
+        by_case = {c: {r.planned.seed: r for r in groups[(c, "fedsum")]} for c in cases}
+        spread, falls = [], []
+        for seed in seeds:
+            acc = [final(by_case[c][seed], "test_accuracy") for c in cases]
+            spread.append(max(acc) - min(acc))
+            falls.append(
+                all(by_case[c][seed].train_loss[-1] < by_case[c][seed].train_loss[0] for c in cases)
+            )
+        ok = [f and s <= CASES_SPREAD for f, s in zip(falls, spread, strict=True)]
+        verdict = seed_verdict(ok) if len(cases) == 4 else "inconclusive"
+        missing = [c for c in four if c not in cases]
+        add(
+            "(iii)",
+            verdict,
+            f"accuracy spread over {', '.join(cases)}: "
+            f"{_describe(spread, '{:.4f}')}; loss falls in every case: {all(falls)}"
+            + (f" (missing: {', '.join(missing)})" if missing else ""),
+        )
+        if ("biased", "fedsum") in groups and len(cases) == 4:
+            ok8 = []
+            for run in groups[("biased", "fedsum")]:
+                s = run.planned.seed
+                worst_acc = min(final(by_case[c][s], "test_accuracy") for c in cases)
+                worst_loss = max(final(by_case[c][s], "train_loss") for c in cases)
+                ok8.append(
+                    final(run, "test_accuracy") >= worst_acc
+                    and final(run, "train_loss") <= worst_loss
+                )
+            add(
+                "(viii)",
+                seed_verdict(ok8),
+                f"biased not worse than the worst case in {sum(ok8)} of {len(ok8)} seeds",
+            )
+            if ("biased", "fedavg") in groups:
+                for metric in metrics:
+                    add(
+                        "(viii)",
+                        *_beats_best(groups, "biased", "fedsum", ["fedavg"], metric, final),
+                    )
+
+    # (iv): the p grid ("p=..." patterns of FedSUM)
+    grid = sorted(
+        (float(p[2:]), runs)
+        for (p, a), runs in groups.items()
+        if p.startswith("p=") and a == "fedsum"
+    )
+    if len(grid) >= 3:
+        ps = [p for p, _ in grid]
+        for metric in metrics:
+            sign = _signed(metric)
+            rho = [
+                sign * stats.spearmanr(ps, [final(runs[i], metric) for _, runs in grid]).statistic
+                for i in range(len(grid[0][1]))
+            ]
+            verdict = (
+                "held"
+                if all(r >= P_GRID_RHO for r in rho)
+                else "not held"
+                if all(r < 0 for r in rho)
+                else "inconclusive"
+            )
+            add("(iv)", verdict, f"{metric}: signed Spearman rho {_describe(rho, '{:+.2f}')}")
+
+    out = []
+    for claim, criterion in CLAIM_CRITERIA.items():
+        verdicts, numbers = rows[claim]
+        out.append(
+            {
+                "claim": claim,
+                "criterion": criterion,
+                "numbers": "; ".join(numbers) if numbers else "no runs for it in this panel",
+                "parts held": f"{verdicts.count('held')}/{len(verdicts)}",
+                "verdict": combine_verdicts(verdicts),
+            }
+        )
+    return pd.DataFrame(out).set_index("claim")

@@ -231,3 +231,163 @@ def test_delay_table_over_seeds():
     assert row["mean |S_t|"] == 5.0
     assert row["tau_max min"] <= row["tau_max"] <= row["tau_max max"]
     assert 0 < row["tau_avg"] <= row["tau_max"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The long-horizon panel (issue 13)
+
+
+def test_long_panel_cpu_plan_is_the_papers_setting_at_2000_rounds_with_a_logistic_model():
+    planned = fx.plan("long", "cpu")
+    assert len(planned) == 9 * 3 * 2 == 54
+    assert {p.algorithm for p in planned} == set(fx.LONG_ALGORITHMS) and len(
+        fx.LONG_ALGORITHMS
+    ) == 9
+    assert {p.pattern for p in planned} == set(fx.MAIN_PATTERNS)
+    assert {p.seed for p in planned} == {0, 1}
+    main = {(p.pattern, p.algorithm, p.seed): p.config for p in fx.plan("main", "paper")}
+    for p in planned:
+        c = runs.resolve_config(p.config)
+        t = c["training"]
+        assert c["model"] == {
+            "name": "logistic_regression",
+            "in_features": 784,
+            "num_classes": 10,
+            "seed": p.seed,
+        }
+        assert c["partition"]["n_clients"] == 100 and c["partition"]["alpha"] == 0.1
+        assert (t["local_steps"], t["batch_size"], t["rounds"]) == (10, 128, 2000)
+        assert t["lr"] == {"name": "inverse_sqrt", "lr0": 0.01, "period": 10.0}
+        assert (t["eval_every"], t["engine"]) == (20, "linear")
+        assert t["client_loss_samples"] >= 60000  # every client's full loss
+        same = main.get((p.pattern, p.algorithm, 0))
+        if same is not None:  # the paper's sampler and method settings, unchanged
+            assert p.config["sampler"] == {**same["sampler"], "seed": p.seed}
+            assert p.config["training"]["algorithm"] == same["training"]["algorithm"]
+    assert len({config_key(runs.resolve_config(p.config)) for p in planned}) == 54
+
+
+def test_long_panel_paper_profile_uses_the_cnn_at_the_same_horizon():
+    planned = fx.plan("long", "paper")
+    assert len(planned) == 9 * 3 * 3
+    for p in planned:
+        c = runs.resolve_config(p.config)
+        assert c["model"]["name"] == "small_cnn"
+        assert c["training"]["rounds"] == 2000 and c["training"]["engine"] == "auto"
+    with pytest.raises(ValueError, match="MNIST only"):
+        fx.plan("long", "paper", "cifar10")
+
+
+def test_long_panel_paired_seeds_share_partition_model_and_trace():
+    planned = fx.plan("long", "cpu") + fx.plan("long_cases", "cpu")
+    by_seed = {}
+    for p in planned:
+        c = runs.resolve_config(p.config)
+        by_seed.setdefault(p.seed, []).append((p, c))
+    for items in by_seed.values():
+        assert len({config_key(c["partition"]) for _, c in items}) == 1
+        assert len({config_key(c["model"]) for _, c in items}) == 1
+        traces = {}
+        for p, c in items:
+            traces.setdefault(p.pattern, set()).add(config_key(c["sampler"]))
+        assert all(len(v) == 1 for v in traces.values())
+    assert by_seed[0][0][1]["partition"] != by_seed[1][0][1]["partition"]
+    cases = fx.plan("long_cases", "cpu")
+    assert {(p.pattern, p.algorithm) for p in cases} == {
+        ("cyclic", "fedsum"),
+        ("reshuffled", "fedsum"),
+        ("biased", "fedsum"),
+        ("biased", "fedavg"),
+    }
+    grid = fx.plan("long_p_grid", "cpu")
+    assert grid[0].config["training"]["lr"] == {"name": "constant", "lr": 0.01}
+    assert all(p.config["training"]["rounds"] == 2000 for p in grid)
+
+
+def test_long_panel_smoke_plan_is_small():
+    planned = fx.plan("long", "smoke")
+    c = runs.resolve_config(planned[0].config)
+    assert c["partition"]["n_clients"] == 10 and c["training"]["rounds"] <= 10
+    assert c["dataset"]["n_train"] <= 2000
+    assert {p.seed for p in planned} == {0, 1}
+
+
+def _claim_runs(fedsum_acc, fedsum_cr_acc, *, seeds=(0, 1), biased_acc=None, cases_acc=None):
+    """Fake long-panel runs: per seed, every method with final accuracy ``acc`` and training
+    loss 1 - acc under P1; FedSUM's seed-dependent accuracies from the arguments."""
+    out = []
+    for i, seed in enumerate(seeds):
+        accs = {a: 0.8 for a in fx.LONG_ALGORITHMS}
+        accs["fedsum"], accs["fedsum_cr"] = fedsum_acc[i], fedsum_cr_acc[i]
+        for a, acc in accs.items():
+            out.append(fake_run("P1", a, seed, [0.1, acc], [2.0, 1 - acc], active=[4] * 2))
+        for case, acc in (cases_acc or {}).items():
+            out.append(fake_run(case, "fedsum", seed, [0.1, acc[i]], [2.0, 1 - acc[i]], [4] * 2))
+        if biased_acc is not None:
+            for a, acc in (("fedsum", biased_acc[i]), ("fedavg", 0.5)):
+                out.append(fake_run("biased", a, seed, [0.1, acc], [2.0, 1 - acc], [4] * 2))
+    return out
+
+
+def test_claims_table_verdict_branches():
+    # (i): FedSUM and FedSUM-CR beat the best baseline (0.8) in both seeds -> held
+    held = fr.long_claims(_claim_runs([0.9, 0.85], [0.9, 0.85]))
+    assert held.loc["(i)", "verdict"] == "held"
+    assert "+0.0750" in held.loc["(i)", "numbers"]  # the paired margin's mean
+    # below the best baseline in both seeds -> not held
+    worse = fr.long_claims(_claim_runs([0.7, 0.75], [0.9, 0.85]))
+    assert worse.loc["(i)", "verdict"] == "not held"
+    # the seeds disagree -> inconclusive
+    mixed = fr.long_claims(_claim_runs([0.9, 0.7], [0.9, 0.7]))
+    assert mixed.loc["(i)", "verdict"] == "inconclusive"
+    # (ii): FedSUM-CR beats every other method at the common budget only where it leads
+    assert held.loc["(ii)", "verdict"] == "not held"  # ties with FedSUM: a margin of 0 is no win
+    assert fr.long_claims(_claim_runs([0.85, 0.85], [0.9, 0.9])).loc["(ii)", "verdict"] == "held"
+    # (v): FedSUM-CR above FedSUM, FedSUM-B 0.8 below FedSUM by more than 1 point
+    v = fr.long_claims(_claim_runs([0.9, 0.9], [0.95, 0.95])).loc["(v)"]
+    assert v["verdict"] == "not held" and v["parts held"] == "1/2"
+    # (iii), (iv), (viii) need runs the main panel lacks
+    for claim in ("(iv)", "(viii)"):
+        assert held.loc[claim, "verdict"] == "inconclusive"
+        assert held.loc[claim, "numbers"] == "no runs for it in this panel"
+    assert held.loc["(iii)", "verdict"] == "inconclusive"  # only Case 1 (P1) present
+    assert "missing" in held.loc["(iii)", "numbers"]
+    cases = {"P2": [0.88, 0.84], "cyclic": [0.9, 0.86], "reshuffled": [0.87, 0.83]}
+    full = fr.long_claims(
+        _claim_runs([0.9, 0.85], [0.9, 0.85], cases_acc=cases, biased_acc=[0.9, 0.9])
+    )
+    assert full.loc["(iii)", "verdict"] == "held"
+    assert full.loc["(viii)", "verdict"] == "held"
+    spread = {**cases, "cyclic": [0.99, 0.99]}
+    bad = fr.long_claims(
+        _claim_runs([0.9, 0.85], [0.9, 0.85], cases_acc=spread, biased_acc=[0.1, 0.1])
+    )
+    assert bad.loc["(iii)", "verdict"] == "not held"
+    assert bad.loc["(viii)", "verdict"] == "not held"
+    assert set(full["verdict"]) <= set(fr.VERDICTS)
+    assert list(full.index) == ["(i)", "(ii)", "(iii)", "(iv)", "(v)", "(viii)"]
+
+
+def test_claims_table_p_grid_and_helpers():
+    grid = []
+    for seed in (0, 1):
+        for p, acc in ((0.05, 0.5), (0.1, 0.6), (0.2, 0.7), (0.5, 0.8)):
+            grid.append(fake_run(f"p={p:g}", "fedsum", seed, [0.1, acc], [2.0, 1 - acc]))
+    assert fr.long_claims(grid).loc["(iv)", "verdict"] == "held"
+    # the same accuracies in reverse order of p: a smaller p does better
+    reverse = [
+        fake_run(f"p={p:g}", "fedsum", seed, [0.1, acc], [2.0, 1 - acc])
+        for seed in (0, 1)
+        for p, acc in ((0.05, 0.8), (0.1, 0.7), (0.2, 0.6), (0.5, 0.5))
+    ]
+    assert fr.long_claims(reverse).loc["(iv)", "verdict"] == "not held"
+    assert fr.seed_verdict([True, True]) == "held"
+    assert fr.seed_verdict([False, False]) == "not held"
+    assert fr.seed_verdict([True, False]) == "inconclusive"
+    assert fr.seed_verdict([]) == "inconclusive"
+    assert fr.combine_verdicts(["held", "inconclusive"]) == "inconclusive"
+    assert fr.combine_verdicts(["held", "not held", "inconclusive"]) == "not held"
+    a = [fake_run("P1", "fedsum", s, [0, 0.9], [1, 1]) for s in (0, 1)]
+    b = [fake_run("P1", "fedavg", s, [0, 0.8], [1, 1]) for s in (1, 2)]
+    with pytest.raises(ValueError, match="same seeds"):
+        fr.paired_margins(a, b, lambda r: r.test_accuracy[-1])
