@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from . import experiments, plotting, runs, summaries
@@ -134,25 +133,23 @@ def local_work_table(panels: dict[str, Sequence[Any]], profile: str, dataset: st
     """Mean rounds to target per (panel's local work, split, policy) and how often an average
     client had been selected by then (rounds x m / n)."""
     target = experiments.TARGETS[dataset]
-    rows = []
+    tables = {}
     for panel, results in panels.items():
         unit, count = experiments.panel(panel, profile)["local_work"]
-        for (split, policy), group in sorted(summaries.group_runs(results).items()):
-            reached = [r.rounds_to_target(target) for r in group]
-            hit = np.array([v for v in reached if v is not None], dtype=float)
-            mean = hit.mean() if hit.size else np.nan
-            rows.append(
-                {
-                    "local work": f"{count} {unit} ({panel})",
-                    "split": split,
-                    "policy": policy,
-                    "seeds": len(group),
-                    "reached": f"{hit.size}/{len(group)}",
-                    "mean rounds to target": mean,
-                    "selections per client": mean * experiments.M_SELECTED / experiments.N_CLIENTS,
-                }
-            )
-    return pd.DataFrame(rows).set_index(["local work", "split", "policy"])
+        table = summaries.rounds_to_target_table(results, target)
+        tables[f"{count} {unit} ({panel})"] = pd.DataFrame(
+            {
+                "seeds": table["reached"].str.split("/").str[1].astype(int),
+                "reached": table["reached"],
+                "mean rounds to target": table["mean"],
+                "selections per client": table["mean"]
+                * experiments.M_SELECTED
+                / experiments.N_CLIENTS,
+            }
+        )
+    table = pd.concat(tables)
+    table.index.names = ["local work", "split", "policy"]
+    return table
 
 
 __all__ = [

@@ -60,20 +60,16 @@ def screening_check(results: Iterable[Any], margin: float) -> pd.DataFrame:
     the target, have the subset's largest errors) the table gives the largest gap over the rounds
     whose full-test accuracy is within two margins of the target, where a miss could happen.
     """
-    from .train import screen_gaps
+    from .train import screen_pairs
 
     rows = []
     for (split, policy), runs in sorted(group_runs(results).items()):
         gaps, near = [], []
         for r in runs:
-            h = r.history
+            full, screen = screen_pairs(r.history)
             target = r.config["training"]["screen_target"]
-            full = dict(zip(h["eval_round"], h["test_accuracy"], strict=True))
-            rounds = [t for t, a in enumerate(h["screen_accuracy"], start=1) if a is not None]
-            measured = [t for t in rounds if t in full]
-            run_gaps = screen_gaps(h)
-            gaps.append(run_gaps)
-            near.append(run_gaps[[full[t] >= target - 2 * margin for t in measured]])
+            gaps.append(full - screen)
+            near.append(gaps[-1][full >= target - 2 * margin])
         gaps, near = np.concatenate(gaps), np.concatenate(near)
         rows.append(
             {

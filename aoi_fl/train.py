@@ -169,17 +169,22 @@ def per_sample_losses(
     return torch.cat(parts) if parts else torch.zeros(0)
 
 
+def screen_pairs(history: Mapping[str, list]) -> tuple[np.ndarray, np.ndarray]:
+    """(full-test, screen) accuracy on every round where both were measured (screened runs)."""
+    screen = history["screen_accuracy"]  # entry t - 1 belongs to round t
+    full = dict(zip(history["eval_round"], history["test_accuracy"], strict=True))
+    both = [(full[t], a) for t, a in enumerate(screen, start=1) if a is not None and t in full]
+    return np.array([f for f, _ in both]), np.array([a for _, a in both])
+
+
 def screen_gaps(history: Mapping[str, list]) -> np.ndarray:
     """Full-test minus screen accuracy on every round where both were measured (screened runs).
 
     The first crossing of the target can be missed only in a round where this gap exceeds the
     screening margin, so its maximum over a run is the check that none was.
     """
-    screen = history["screen_accuracy"]  # entry t - 1 belongs to round t
-    full = dict(zip(history["eval_round"], history["test_accuracy"], strict=True))
-    return np.array(
-        [full[t] - a for t, a in enumerate(screen, start=1) if a is not None and t in full]
-    )
+    full, screen = screen_pairs(history)
+    return full - screen
 
 
 def rounds_to_target(
