@@ -368,8 +368,20 @@ def run_planned(
     entries = {h: (k, p.config) for h, k, p in zip(hashes, keys, planned, strict=True)}
     loaded = {h: None if rerun else store.load(key) for h, (key, _) in entries.items()}
     todo = [h for h, hit in loaded.items() if hit is None]
+
+    def keep(i: int, result: Any) -> None:
+        # each summary is stored as its run finishes: an interrupted grid keeps them
+        key, config = entries[todo[i]]
+        # a class constant: no need to build the algorithm
+        communication = ALGORITHMS[config["training"]["algorithm"]["name"]].communication
+        fields = summarise(result.history, client_sizes(config, data_root), communication)
+        arrays = {k: fields.pop(k) for k in _SERIES}
+        fields["communication"] = list(fields["communication"])
+        store.save(key, fields, arrays)
+        loaded[todo[i]] = store.load(key)  # the stored form, exactly as a later cache hit gives it
+
     if todo:
-        results = run_grid(
+        run_grid(
             [entries[h][1] for h in todo],
             cache_dir=work_dir,
             rerun=rerun,
@@ -377,16 +389,8 @@ def run_planned(
             workers=workers,
             threads=threads,
             progress=progress,
+            on_result=keep,
         )
-        for h, result in zip(todo, results, strict=True):
-            key, config = entries[h]
-            # a class constant: no need to build the algorithm
-            communication = ALGORITHMS[config["training"]["algorithm"]["name"]].communication
-            fields = summarise(result.history, client_sizes(config, data_root), communication)
-            arrays = {k: fields.pop(k) for k in _SERIES}
-            fields["communication"] = list(fields["communication"])
-            store.save(key, fields, arrays)
-            loaded[h] = store.load(key)  # the stored form, exactly as a later cache hit gives it
     out = []
     for p, h in zip(planned, hashes, strict=True):
         body, arrays = loaded[h]

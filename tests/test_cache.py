@@ -194,6 +194,36 @@ def test_run_grid_in_this_process_leaves_the_thread_setting_alone(tmp_path):
     assert torch.get_num_threads() == before
 
 
+def test_run_grid_two_workers_give_one_workers_results_and_report_each_run(tmp_path):
+    # the path every `make figures` takes: spawned processes with their own thread setting
+    # results are bit-identical at equal torch thread counts (README: determinism), so this
+    # process trains single-threaded like the workers
+    grid = [with_changes(CONFIG, "training", rounds=2, seed=s) for s in range(3)]
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        one = runs.run_grid(grid[:1], cache_dir=str(tmp_path / "one"), progress=False)
+        serial = runs.run_grid(grid, cache_dir=str(tmp_path / "serial"), progress=False)
+    finally:
+        torch.set_num_threads(before)
+    seen = []
+    two = runs.run_grid(
+        grid,
+        cache_dir=str(tmp_path / "two"),
+        workers=2,
+        threads=1,
+        progress=False,
+        on_result=lambda i, r: seen.append((i, r.key)),
+    )
+    assert sorted(seen) == [(i, r.key) for i, r in enumerate(two)]  # each once, right index
+    assert_same_run(one[0], two[0])
+    for a, b in zip(serial, two, strict=True):
+        assert_same_run(a, b)
+    again = []
+    runs.run_grid(grid, cache_dir=str(tmp_path / "two"), on_result=lambda i, r: again.append(i))
+    assert again == [0, 1, 2]  # cache hits are reported too, in order
+
+
 def test_run_experiment_is_deterministic_and_recomputes_corrupt_entries(tmp_path):
     a = run(tmp_path / "a")
     b = run(tmp_path / "b")
@@ -215,6 +245,30 @@ def test_run_experiment_rounds_to_target(tmp_path):
     acc = result.history["test_accuracy"]
     assert result.rounds_to_target(max(acc)) == result.history["eval_round"][int(np.argmax(acc))]
     assert result.rounds_to_target(1.01) is None
+
+
+@pytest.mark.parametrize(("seconds", "saved"), [(0, [2, 4]), (3600, [])])
+def test_checkpoints_are_written_every_k_rounds_but_not_more_often_than_asked(
+    tmp_path, monkeypatch, seconds, saved
+):
+    # cheap rounds must not pay for a state file every few rounds (checkpoint_seconds), and a
+    # zero floor keeps the round cadence exactly
+    rounds = []
+    real_save = CheckpointStore.save
+    monkeypatch.setattr(
+        CheckpointStore, "save", lambda self, r, *a: (rounds.append(r), real_save(self, r, *a))
+    )
+    config = with_changes(CONFIG, "training", rounds=5)
+    run_experiment(
+        config,
+        cache_dir=str(tmp_path),
+        progress=False,
+        checkpoint_every=2,
+        checkpoint_seconds=seconds,
+    )
+    assert rounds == saved  # never after the last round: the result replaces the checkpoint
+    with pytest.raises(ValueError, match="checkpoint_seconds must be >= 0, got -1"):
+        run_experiment(config, cache_dir=str(tmp_path / "x"), checkpoint_seconds=-1)
 
 
 def test_unusable_checkpoint_is_ignored(tmp_path):
@@ -262,7 +316,7 @@ def slow_round(self):
     time.sleep(0.2)
 train.FederatedTrainer.run_round = slow_round
 runs.run_experiment(json.loads(sys.argv[1]), cache_dir=sys.argv[2], progress=False,
-                    checkpoint_every=2)
+                    checkpoint_every=2, checkpoint_seconds=0)
 """
 
 

@@ -161,6 +161,33 @@ def test_run_planned_caches_small_summaries_and_reuses_them(tmp_path, monkeypatc
     assert summary_files and all(p.stat().st_size < 20_000 for p in summary_files)
 
 
+def test_run_planned_keeps_the_summaries_of_runs_finished_before_a_failure(tmp_path, monkeypatch):
+    # a long grid interrupted mid-way must not lose the summaries of its finished runs
+    torch.set_num_threads(1)
+    planned = [p for p in fx.plan("cases", "smoke") if p.pattern in ("P2", "biased")][:2]
+    real_run = runs.run_experiment
+    second = runs.resolve_config(planned[1].config)
+
+    def second_run_fails(config, **kwargs):
+        if config == second:
+            raise KeyboardInterrupt("interrupted")
+        return real_run(config, **kwargs)
+
+    monkeypatch.setattr(runs, "run_experiment", second_run_fails)
+    with pytest.raises(KeyboardInterrupt):
+        fx.run_planned(
+            planned, results_dir=str(tmp_path), work_dir=str(tmp_path / "full"), progress=False
+        )
+    monkeypatch.setattr(runs, "run_experiment", real_run)
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a stored summary must not be recomputed")
+
+    monkeypatch.setattr(runs, "run_grid", no_training)
+    (first,) = fx.run_planned(planned[:1], results_dir=str(tmp_path), work_dir=str(tmp_path / "x"))
+    assert first.planned == planned[0] and len(first.eval_round) > 0
+
+
 def test_mnist_subset_is_the_first_samples(tmp_path):
     small = load_dataset("mnist", "data", n_train=50, n_test=7)
     assert (len(small.train), len(small.test)) == (50, 7)
