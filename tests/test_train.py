@@ -14,6 +14,7 @@ from aoi_fl.data import TensorSplit
 from aoi_fl.engines import (
     LocalTraining,
     activation_bytes,
+    gather_rows,
     check_model,
     local_batches,
     local_step_batches,
@@ -581,3 +582,14 @@ def test_client_losses_need_the_setting():
         make_trainer().client_losses()
     with pytest.raises(ValueError, match="client_loss_samples must be >= 0"):
         TrainSettings(rounds=1, client_loss_samples=-1)
+
+
+@pytest.mark.parametrize("index_shape", [(7,), (3, 5), (2, 0), (2, 3, 4)])
+def test_gather_rows_is_advanced_indexing_bit_for_bit(index_shape):
+    # the batched engine's fast gather must not change a single value (cached runs depend on it)
+    gen = torch.Generator().manual_seed(0)
+    table = torch.randn(50, 1, 4, 3, generator=gen)
+    labels = torch.randint(0, 10, (50,), generator=gen)
+    index = torch.randint(0, 50, index_shape, generator=gen)
+    assert torch.equal(gather_rows(table, index), table[index])
+    assert torch.equal(gather_rows(labels, index), labels[index])
