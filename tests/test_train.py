@@ -14,8 +14,8 @@ from aoi_fl.data import TensorSplit
 from aoi_fl.engines import (
     LocalTraining,
     activation_bytes,
-    gather_rows,
     check_model,
+    gather_rows,
     local_batches,
     local_step_batches,
     stack,
