@@ -4,7 +4,9 @@ For a trace {S_t}, a_{i,t} = max{j <= t : i in S_j} is the last round client i w
 round t (a_{i,t} = -1 before its first participation, eqs 2-3), and
 
     tau_t = max_i (t - a_{i,t}) = t - min_i a_{i,t},
-    tau_max = max_{0 <= t < T} tau_t,   tau_avg = (1/T) sum_{t < T} tau_t      (eq. 4).
+    tau_max = max_{0 <= t < T} tau_t,   tau_avg = (1/T) sum_{t < T} tau_t
+
+(tau_t is eq. 4; tau_max and tau_avg are the unnumbered definitions after it, Sec. 2.2).
 
 tau_t = 0 exactly when every client is active in round t; a client not yet seen counts t + 1.
 :class:`DelayTracker` computes them streaming (O(N) memory, O(|S_t| + N) per round, vectorised).
@@ -72,7 +74,8 @@ def delays(trace: Iterable[Iterable[int]], n: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DelayMetrics:
-    """tau_max and tau_avg (eq. 4) of one trace, and its mean number of active clients."""
+    """tau_max and tau_avg (Sec. 2.2, from eq. 4's tau_t) of one trace, and its mean number
+    of active clients."""
 
     tau_max: int
     tau_avg: float
@@ -175,7 +178,8 @@ def bernoulli_bound(delta: float, n: int, rounds: int) -> float:
 
 
 def reshuffled_cyclic_bound(n: int, s: int) -> int:
-    """Lemma F.3: tau_max <= 2 floor(N/S) for the reshuffled cyclic pattern."""
+    """2 floor(N/S), the bound on tau_max inside the proof of Lemma F.3 (reshuffled cyclic
+    pattern); the lemma states the weaker E[tau_max] <= 4N/S."""
     n, s = require_n_s(n, s)
     return 2 * (n // s)
 

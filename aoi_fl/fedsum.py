@@ -1,9 +1,10 @@
 """The FedSUM family of You & Pu: FedSUM-B (Alg. 1), FedSUM (Alg. 2) and FedSUM-CR (Alg. 3).
 
-All three share the server (Alg. 1-3, lines 13-14). Each client i keeps h_i, the mean of the
-K gradients it computed when it was last active (zero before), and the server keeps
-y = sum_i h_i (eq. 7). An active client sends delta_i = u_i - h_i with u_i its new mean
-gradient (eq. 8) and sets h_i = u_i; then, every round, even when nobody was active,
+All three share the server (line 13 of Alg. 1, 14 of Alg. 2, 15 of Alg. 3). Each client i
+keeps h_i, the mean of the K gradients it computed when it was last active (zero before), and
+the server keeps y = sum_i h_i (eq. 7). An active client sends delta_i = u_i - h_i with u_i its
+new mean gradient (eq. 5 for FedSUM-B, eq. 8 for FedSUM and FedSUM-CR) and sets h_i = u_i;
+then, every round, even when nobody was active,
 
     y^{(t)} = y^{(t-1)} + sum_{i in S_t} delta_i,
     x^{(t+1)} = x^{(t)} - (eta_g eta_l K / N) y^{(t)},
@@ -47,7 +48,7 @@ from .stateful import LatestTable, MeanGradientClient, client_index, moved, requ
 
 
 class _FedSUMFamily(MeanGradientClient):
-    """The common server (lines 13-14) and client table h_i of Algorithms 1-3."""
+    """The common server (Alg. 1 line 13, Alg. 2 line 14, Alg. 3 line 15) and client table h_i."""
 
     def __init__(self, local_steps: int, server_lr: float = 1.0) -> None:
         self.local_steps = require_int("local_steps", local_steps, minimum=1)
@@ -71,7 +72,7 @@ class _FedSUMFamily(MeanGradientClient):
                     f"took {steps.tolist()} steps; set TrainSettings.local_steps to "
                     f"{self.local_steps}"
                 )
-            # h_i <- u_i and y <- y + sum_i (u_i - h_i): lines 10-13
+            # h_i <- u_i and y <- y + sum_i (u_i - h_i): Alg. 1 lines 10-13 (and Algs 2-3's)
             self.h.replace(updates.ids, self.mean_gradients(updates))
         step = self.server_lr * updates.lr * self.local_steps / self.n
         return moved(global_params, self.y, -step)

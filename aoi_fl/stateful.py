@@ -4,7 +4,7 @@
   and the running sum of the rows. FedSUM's (h_i, y = sum_i h_i), SCAFFOLD's (c_i, N c), MIFA's
   and FedVARP's tables of the clients' latest updates, and FedAWE's local models are all this.
 - :class:`MeanGradientClient`: the client side of methods that transmit the mean of their K
-  local gradients (FedSUM family eq. 8, SCAFFOLD's new control variate). The gradients are
+  local gradients (FedSUM family eqs 5 and 8, SCAFFOLD's new control variate). The gradients are
   summed during the local steps and the mean is sent as such: recovering it from the model
   difference, (x - x^{(t,K)}) / (eta_l K) (times N for FedSUM), amplifies float32 rounding by
   N / (eta_l K) (measured for d = 1e5, N = 100, K = 10: 18% relative error at

@@ -248,7 +248,7 @@ class KVib(_MixedFTRL):
     Round t: scores s_i = sqrt(omega_i + gamma) (FTRL, eqs 10-11), p = capped water-filling of s
     to budget K (eq. 4 applied to s, no floor: App. D.2), p~ = (1 - theta) p + theta K / N (eq.
     12), ISP draw with p~. Feedback: omega_i += pi_i^2 / p~_i for each drawn client (the
-    importance-weighted cumulative squared feedback of Sec. 5.2).
+    importance-weighted cumulative squared feedback of Sec. 5.3 and App. D.3).
 
     theta defaults to (N / (T K))^(1/3) and gamma to G^2 N / (K theta) (Theorem 5.2), times
     ``gamma_scale`` (the sensitivity study of Fig. 3c). In round 1 omega = 0, so p = K / N
