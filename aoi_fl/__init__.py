@@ -1,39 +1,23 @@
 """aoi-fl: client selection policies for federated learning, reproduced from their papers.
 
-The selection side is plain NumPy/SciPy and imported here:
+Layout (one subpackage per paper, over a shared core):
 
-- :mod:`aoi_fl.markov`: the age chain, the law of the inter-selection interval X, Theorem 1;
-- :mod:`aoi_fl.sigma`: Sigma = sum_i Var[w_i] of the four policies (Theorems 3-5);
-- :mod:`aoi_fl.samplers`: the four policies behind one :class:`~aoi_fl.selection.Sampler` interface;
-- :mod:`aoi_fl.stats`: streaming selection statistics (intervals, window counts, empirical Sigma);
-- :mod:`aoi_fl.memoryless`: closed forms for the memoryless Policies 1-2.
+- :mod:`aoi_fl.core`: the selection interface and registry, participation statistics, engines,
+  aggregation protocol, trainer and models, which no paper's code is imported by;
+- :mod:`aoi_fl.data`: datasets, client partitions, synthetic tasks;
+- :mod:`aoi_fl.pipeline`: configurations and cached runs, profiles, plotting, notebook setup;
+- :mod:`aoi_fl.aoi`: Javani & Wang (the AoI policies, Theorems 1-5, Figs 5-7, Table II);
+- :mod:`aoi_fl.agnostic`: "Convergence of Agnostic Federated Averaging";
+- :mod:`aoi_fl.kvib`: Zeng et al. (K-Vib and the unbiased samplers it is compared with);
+- :mod:`aoi_fl.fedsum`: You & Pu (the FedSUM family, its baselines and participation patterns).
 
-The training side imports PyTorch and is loaded on demand: ``aoi_fl.data``, ``aoi_fl.partition``,
-``aoi_fl.models``, ``aoi_fl.engines``, ``aoi_fl.algorithms``, ``aoi_fl.train``, ``aoi_fl.runs``
-(configurations, registries, cached runs), ``aoi_fl.cache``. The compared methods: agnostic
-FedAvg (``aoi_fl.agnostic``), the FedSUM family and its baselines (``aoi_fl.fedsum``,
-``aoi_fl.baselines``, ``aoi_fl.patterns``, ``aoi_fl.delays``) and K-Vib with its baselines
-(``aoi_fl.unbiased``, ``aoi_fl.unbiased_samplers``).
+``docs/equations.md`` maps every equation, theorem and algorithm of the four papers to its
+function. Importing ``aoi_fl`` loads only the selection interface (NumPy); each subpackage is
+imported where it is used (the training side imports PyTorch).
 """
 
-from . import markov, memoryless, profiles, samplers, seeding, selection, sigma, stats
-from .samplers import POLICIES, make_sampler
-from .selection import Sampler, Selection
+from aoi_fl.core.selection import Sampler, SeededSampler, Selection
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "POLICIES",
-    "Sampler",
-    "Selection",
-    "__version__",
-    "make_sampler",
-    "markov",
-    "memoryless",
-    "profiles",
-    "samplers",
-    "seeding",
-    "selection",
-    "sigma",
-    "stats",
-]
+__all__ = ["Sampler", "SeededSampler", "Selection", "__version__"]

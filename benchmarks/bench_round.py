@@ -1,8 +1,8 @@
 """One round of the AoI paper's MNIST setting as aoi_fl trains it: training and evaluation.
 
 The setting is the first configuration of the main MNIST panel,
-``aoi_fl.experiments.panel_grid("main_mnist", "cpu")[0]``, built by
-``aoi_fl.runs.build_trainer`` on the real MNIST in ``data/``: McMahan's CNN (1,663,370
+``aoi_fl.aoi.experiments.panel_grid("main_mnist", "cpu")[0]``, built by
+``aoi_fl.pipeline.runs.build_trainer`` on the real MNIST in ``data/``: McMahan's CNN (1,663,370
 parameters), 100 IID clients, 15 selected per round, K = 5 local SGD steps of batch 50 each,
 lr 0.1 * 0.998^t. Timed, interleaved (part after part, thread setting after thread setting,
 repeat after repeat; the best of the repeats counts, which load swings on a shared machine
@@ -13,7 +13,7 @@ distort least):
   selection, the selected clients' local training (the ``auto`` engine), the update norms fed
   back to the sampler and the aggregation;
 - ``full test``: ``trainer.evaluate()``, the forward pass of the 10,000 test images;
-- ``screen``: ``aoi_fl.train.evaluate`` on ``trainer.screen_split()``, 2,000 test images;
+- ``screen``: ``aoi_fl.core.train.evaluate`` on ``trainer.screen_split()``, 2,000 test images;
 - ``client losses``: ``trainer.client_losses()``, 100 samples of each of the 100 clients;
 - the 4096^3 float32 matmul of ``flops.matmul_flops_per_s``, the reference rate.
 
@@ -29,9 +29,9 @@ of the target).
 
 Then, on the screen split, evaluation variants that leave its results unchanged (the library's
 ``evaluate`` is not modified; its batch size is 500): other batch sizes, a channels-last input
-(``aoi_fl.engines._channels_last``; a one-channel NCHW input otherwise sends oneDNN to its NCHW
+(``aoi_fl.core.engines._channels_last``; a one-channel NCHW input otherwise sends oneDNN to its NCHW
 kernels), and channels-last with every ReLU moved after the max-pool that follows it (the exact
-rewrite of the ``blocked`` training engine, ``aoi_fl.engines._blocked_layers``), each with the
+rewrite of the ``blocked`` training engine, ``aoi_fl.core.engines._blocked_layers``), each with the
 largest |loss difference| and whether the accuracy is the same as the library's.
 
 Measured (``--quick --threads 1 2``, two runs, on the 2-core machine shared with two training
@@ -61,11 +61,11 @@ import torch
 from flops import forward_flops, matmul_flops_per_s, step_flops, timed_value
 from torch import nn
 
-from aoi_fl.data import TensorSplit
-from aoi_fl.engines import _blocked_layers, _channels_last
-from aoi_fl.experiments import panel_grid
-from aoi_fl.runs import build_trainer
-from aoi_fl.train import evaluate
+from aoi_fl.aoi.experiments import panel_grid
+from aoi_fl.core.engines import _blocked_layers, _channels_last
+from aoi_fl.core.train import evaluate
+from aoi_fl.data.datasets import TensorSplit
+from aoi_fl.pipeline.runs import build_trainer
 
 PANEL = "main_mnist"
 TARGET = 0.7

@@ -19,10 +19,10 @@ import time
 
 import numpy as np
 
-from aoi_fl.markov import optimal_p, stationary_distribution
-from aoi_fl.samplers import make_sampler
-from aoi_fl.seeding import generator
-from aoi_fl.stats import SelectionStats
+from aoi_fl.aoi.markov import optimal_p, stationary_distribution
+from aoi_fl.aoi.samplers import make_sampler
+from aoi_fl.core.seeding import generator
+from aoi_fl.core.stats import SelectionStats
 
 TARGET = 1.5e8
 

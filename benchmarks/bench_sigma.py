@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import time
 
-from aoi_fl.seeding import generator
-from aoi_fl.sigma import sigma_random, sigma_random_enumeration
+from aoi_fl.aoi.sigma import sigma_random, sigma_random_enumeration
+from aoi_fl.core.seeding import generator
 
 SEED = 0
 TARGET_S = 0.2

@@ -9,7 +9,7 @@ of mini-batch SGD with batch 50 (900 client steps, 45,000 samples). Compared, in
   ``torch.optim.SGD`` and ``zero_grad(); loss.backward(); step()`` per mini-batch;
 - ``loop, tensor batches``: the same loop fed with tensor-indexed batches (aoi_fl's own
   mini-batches, no per-sample collation): the fastest such loop, a second, stricter reference;
-- aoi_fl's engines (``aoi_fl.engines.LocalTraining``): ``"auto"`` (which picks ``blocked`` for
+- aoi_fl's engines (``aoi_fl.core.engines.LocalTraining``): ``"auto"`` (which picks ``blocked`` for
   these flat CNNs) with the automatic chunk, ``stacked`` with the automatic chunk, ``stacked``
   with all 15 clients in one chunk, ``vmap`` (torch.func) with all 15 clients, and
   ``sequential`` (the reference path).
@@ -62,10 +62,11 @@ import torch.nn.functional as F
 from flops import matmul_flops_per_s, step_flops, timed
 from torch.utils.data import DataLoader, TensorDataset
 
-from aoi_fl.data import TensorSplit
-from aoi_fl.engines import LocalTraining, _channels_last, local_batches, stack
-from aoi_fl.models import build_model
-from aoi_fl.seeding import derived_seed
+from aoi_fl.core.engines import LocalTraining, _channels_last, local_batches
+from aoi_fl.core.models import build_model
+from aoi_fl.core.seeding import derived_seed
+from aoi_fl.core.tensors import stack
+from aoi_fl.data.datasets import TensorSplit
 
 CLIENTS, PER_CLIENT, BATCH, LR = 15, 600, 50, 0.05
 REPEATS = 10

@@ -155,7 +155,7 @@ def main() -> int:
         print(f"no notebook in {NOTEBOOKS} starts with {args.only!r}", file=sys.stderr)
         return 2
     # smoke runs only check that the notebooks run: their executed copies go to a temporary
-    # folder that is removed at the end (the notebooks' own smoke results: aoi_fl.notebook)
+    # folder that is removed at the end (the notebooks' own smoke results: aoi_fl.pipeline.notebook)
     smoke = args.profile == "smoke"
     with tempfile.TemporaryDirectory(prefix="aoi-fl-smoke-") if smoke else nullcontext() as tmp:
         run_all(notebooks, args, Path(tmp) if tmp else None)

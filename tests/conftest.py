@@ -14,7 +14,7 @@ settings.load_profile("aoi-fl")
 @pytest.fixture
 def rounds_run(monkeypatch):
     """The rounds the trainer runs from now on, in order (to see where a resumed run starts)."""
-    from aoi_fl import train
+    from aoi_fl.core import train
 
     calls: list[int] = []
     original = train.FederatedTrainer.run_round
@@ -25,3 +25,15 @@ def rounds_run(monkeypatch):
 
     monkeypatch.setattr(train.FederatedTrainer, "run_round", counted)
     return calls
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_restored():
+    """Every test finds PyTorch's thread count as the session started: a test that trains
+    single-threaded (as the grid workers do) must not change the last bits of a later test's
+    run, which subprocesses started with the default count would not reproduce."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aoi_fl import profiles, seeding
+from aoi_fl.core import seeding
+from aoi_fl.pipeline import profiles
 
 ROOT = Path(__file__).resolve().parent.parent
 

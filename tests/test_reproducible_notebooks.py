@@ -76,7 +76,7 @@ def test_theory_notebook_reexecutes_to_its_committed_text_and_figures(
 ):
     committed = json.loads(path.read_text())
     figures = tmp_path / "figures"
-    os.environ["AOI_FL_FIGURES"] = str(figures)  # aoi_fl.notebook.setup writes them there
+    os.environ["AOI_FL_FIGURES"] = str(figures)  # aoi_fl.pipeline.notebook.setup writes them there
     os.environ.pop("AOI_FL_PROFILE", None)
     # the kernel imports this checkout's aoi_fl, whatever the environment was installed from
     path_var = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))

@@ -17,7 +17,7 @@ def stream(text, name="stderr"):
 
 
 def bar_text(total, **kw):
-    # what aoi_fl.runs._progress writes: a plain tqdm bar, redrawn on every update
+    # what aoi_fl.pipeline.runs._progress writes: a plain tqdm bar, redrawn on every update
     buf = io.StringIO()
     for _ in tqdm(range(total), file=buf, mininterval=0, unit="runs", **kw):
         pass

@@ -1,0 +1,8 @@
+""" "Convergence of Agnostic Federated Averaging": agnostic (1/|S|) vs weighted FedAvg under
+unknown, skewed participation.
+
+Samplers: the participation processes with a skewed prior (:mod:`~aoi_fl.agnostic.samplers`).
+Algorithms and theory: the two aggregation rules of Algorithm 1, the induced weights and the
+objectives they minimise (:mod:`~aoi_fl.agnostic.algorithms`). Experiments (Figs 1-2):
+configurations (:mod:`~aoi_fl.agnostic.experiments`), tables (:mod:`~aoi_fl.agnostic.results`).
+"""

@@ -1,0 +1,164 @@
+"""What notebooks 05-07 show of a training panel (:mod:`aoi_fl.aoi.experiments`): its runs, the
+Figs 5-7 plot, the per-seed rounds to target and the paired answer to the paper's claim.
+
+Kept here, not in the notebooks, because three notebooks show panels the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from aoi_fl.aoi import experiments
+from aoi_fl.aoi import results as summaries
+from aoi_fl.pipeline import plotting, runs
+
+
+def describe(panel: str, profile: str) -> str:
+    """One line naming a panel's model, local work, horizons, seeds and policies."""
+    p = experiments.panel(panel, profile)
+    unit, count = p["local_work"]
+    model = p["model"] or experiments.PAPER_MODELS[p["dataset"]]
+    return (
+        f"{panel}: {p['dataset']}, model {model}, {count} local {unit}, rounds IID "
+        f"{p['rounds']['iid']} / non-IID {p['rounds']['noniid']}, seeds {p['seeds']}, "
+        f"policies {', '.join(p['policies'])}"
+    )
+
+
+def panel_results(
+    panel: str,
+    profile: str,
+    *,
+    results_dir: str,
+    data_root: str,
+    rerun: bool = False,
+    only_cached: bool = False,
+    synthetic: bool = False,
+    workers: int = 1,
+    threads: int | None = None,
+) -> list[Any]:
+    """The results of a panel's grid: computed where missing (:func:`runs.run_grid`), or with
+    ``only_cached`` just the cached ones, saying how many are still missing."""
+    configs = experiments.panel_grid(panel, profile, synthetic=synthetic)
+    if only_cached:
+        found, missing = runs.cached_results(configs, cache_dir=results_dir)
+        print(
+            f"{panel}: {len(found)} of {len(configs)} runs cached, {missing} NOT YET COMPUTED "
+            "(shown: the cached ones only)"
+        )
+        return found
+    return runs.run_grid(
+        configs,
+        cache_dir=results_dir,
+        rerun=rerun,
+        data_root=data_root,
+        workers=workers,
+        threads=threads,
+        progress=profile != "smoke",
+    )
+
+
+def plot_panel(results: Sequence[Any], dataset: str, title: str, *, zoom: float = 0.05):
+    """Figs 5-7: accuracy against rounds per split (columns), mean and min-max band over seeds
+    at the rounds every seed evaluated, the paper's rounds to target as open markers; the
+    bottom row zooms on the approach to the target (``zoom`` below it)."""
+    import matplotlib.pyplot as plt
+
+    target = experiments.TARGETS[dataset]
+    groups = summaries.group_runs(results)
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex="col")
+    for col, split in enumerate(experiments.SPLITS):
+        curves = {
+            policy: summaries.accuracy_curves(groups[(split, policy)], common=True)
+            for policy in experiments.POLICIES
+            if (split, policy) in groups
+        }
+        for row, ax in enumerate(axes[:, col]):
+            plotting.plot_accuracy(ax, curves, target)
+            for policy, rounds in experiments.PAPER_ROUNDS_TO_TARGET.get(
+                (dataset, split), {}
+            ).items():
+                st = plotting.style(policy)
+                ax.plot(
+                    [rounds], [target], marker=st.marker, mfc="white", color=st.color, ls="none"
+                )
+            if row == 1:
+                ax.set_ylim(target - zoom, min(1.0, target + zoom / 2))
+        label = "IID" if split == "iid" else f"non-IID (Dirichlet {experiments.ALPHA})"
+        axes[0, col].set_title(f"({'ab'[col]}) {dataset} {label}")
+    axes[0, 0].plot(
+        [], [], marker="o", mfc="white", color="0.3", ls="none", label="paper: rounds to target"
+    )
+    axes[0, 0].legend(fontsize="x-small", loc="lower right")
+    fig.suptitle(title, fontsize="medium")
+    fig.tight_layout()
+    return fig
+
+
+def paired_answer(
+    results: Sequence[Any], dataset: str, others: Sequence[str], fast: str = "markov_optimal"
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rounds to target per seed and policy, ``fast`` minus each of ``others`` paired over
+    seeds with intervals and the verdict: :func:`summaries.paired_table`), against the paper."""
+    target = experiments.TARGETS[dataset]
+    paper = experiments.PAPER_ROUNDS_TO_TARGET
+    table = summaries.rounds_to_target_table(results, target, paper, dataset)
+    paired = pd.concat(
+        {
+            other: summaries.paired_table(results, target, paper, dataset, fast=fast, slow=other)
+            for other in others
+        }
+    )
+    paired.index.names = ["versus", "split"]
+    # each "paper <policy>" column belongs to one comparison only; the difference says it all
+    policy_columns = [c for c in paired if c.startswith("paper ") and c != "paper difference"]
+    return table, paired.drop(columns=policy_columns)
+
+
+def print_paired_answer(
+    results: Sequence[Any], dataset: str, fast: str = "markov_optimal"
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Print and return :func:`paired_answer` for ``fast`` against every other policy run."""
+    others = sorted({r.config["sampler"]["name"] for r in results} - {fast})
+    table, paired = paired_answer(results, dataset, others, fast)
+    print(f"rounds to {experiments.TARGETS[dataset]:.0%} test accuracy per seed")
+    print(table.to_string(float_format="{:.1f}".format))
+    print(f"\n{fast} minus the other policy, paired over seeds")
+    print(paired.to_string(float_format="{:.2f}".format))
+    return table, paired
+
+
+def local_work_table(panels: dict[str, Sequence[Any]], profile: str, dataset: str) -> pd.DataFrame:
+    """Mean rounds to target per (panel's local work, split, policy) and how often an average
+    client had been selected by then (rounds x m / n)."""
+    target = experiments.TARGETS[dataset]
+    tables = {}
+    for panel, results in panels.items():
+        unit, count = experiments.panel(panel, profile)["local_work"]
+        table = summaries.rounds_to_target_table(results, target)
+        tables[f"{count} {unit} ({panel})"] = pd.DataFrame(
+            {
+                "seeds": table["reached"].str.split("/").str[1].astype(int),
+                "reached": table["reached"],
+                "mean rounds to target": table["mean"],
+                "selections per client": table["mean"]
+                * experiments.M_SELECTED
+                / experiments.N_CLIENTS,
+            }
+        )
+    table = pd.concat(tables)
+    table.index.names = ["local work", "split", "policy"]
+    return table
+
+
+__all__ = [
+    "describe",
+    "local_work_table",
+    "paired_answer",
+    "panel_results",
+    "plot_panel",
+    "print_paired_answer",
+]

@@ -1,0 +1,297 @@
+"""Tables of training results: accuracy curves, rounds to a target accuracy, speed-ups, skew.
+
+Every function takes :class:`aoi_fl.pipeline.runs.ExperimentResult` objects (or their histories) and
+returns plain NumPy arrays or pandas tables; notebooks only print and plot them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from aoi_fl.pipeline.paired import (
+    PairedInterval,
+    Verdict,
+    minimum_detectable_effect,
+    paired_interval,
+    sample_sd,
+    verdict,
+)
+
+
+def _split_of(config: Mapping[str, Any]) -> str:
+    return "iid" if config["partition"]["name"] == "iid" else "noniid"
+
+
+def group_runs(results: Iterable[Any]) -> dict[tuple[str, str], list[Any]]:
+    """Results grouped by (split, policy), each group ordered by seed."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for r in results:
+        groups.setdefault((_split_of(r.config), r.config["sampler"]["name"]), []).append(r)
+    return {k: sorted(v, key=lambda r: r.config["training"]["seed"]) for k, v in groups.items()}
+
+
+def accuracy_curves(runs: Sequence[Any], *, common: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(evaluation rounds, accuracy array of shape (seeds, evaluations)) of a group of runs.
+
+    Runs of a group must be evaluated at the same rounds, unless ``common``: then only the
+    rounds every run evaluated are kept (screened runs add rounds of their own near the target,
+    see :class:`aoi_fl.core.train.TrainSettings`, around a common schedule).
+    """
+    histories = [r.history for r in runs]
+    rounds = np.asarray(histories[0]["eval_round"])
+    if common:
+        for h in histories[1:]:
+            rounds = np.intersect1d(rounds, h["eval_round"])
+    elif any(not np.array_equal(h["eval_round"], rounds) for h in histories[1:]):
+        raise ValueError("runs of one group must be evaluated at the same rounds")
+    acc = [dict(zip(h["eval_round"], h["test_accuracy"], strict=True)) for h in histories]
+    return rounds, np.array([[a[t] for t in rounds] for a in acc], dtype=float)
+
+
+def screening_check(results: Iterable[Any], margin: float) -> pd.DataFrame:
+    """Per (split, policy): full-test minus screen accuracy over the rounds where both were
+    measured (:func:`aoi_fl.core.train.screen_gaps`), over every seed, against ``margin``.
+
+    A first crossing of the target can be missed only in a round where this gap exceeds the
+    margin, and only near the target; so besides the largest gap overall (early rounds, far from
+    the target, have the subset's largest errors) the table gives the largest gap over the rounds
+    whose full-test accuracy is within two margins of the target, where a miss could happen.
+    """
+    from aoi_fl.core.train import screen_pairs
+
+    rows = []
+    for (split, policy), runs in sorted(group_runs(results).items()):
+        gaps, near = [], []
+        for r in runs:
+            full, screen = screen_pairs(r.history)
+            target = r.config["training"]["screen_target"]
+            gaps.append(full - screen)
+            near.append(gaps[-1][full >= target - 2 * margin])
+        gaps, near = np.concatenate(gaps), np.concatenate(near)
+        rows.append(
+            {
+                "split": split,
+                "policy": policy,
+                "rounds compared": gaps.size,
+                "max gap": gaps.max(),
+                "rounds near target": near.size,
+                "max gap near target": near.max() if near.size else np.nan,
+                "margin": margin,
+            }
+        )
+    return pd.DataFrame(rows).set_index(["split", "policy"])
+
+
+def rounds_to_target_table(
+    results: Iterable[Any],
+    target: float,
+    paper: Mapping[tuple[str, str], Mapping[str, int]] | None = None,
+    dataset: str | None = None,
+) -> pd.DataFrame:
+    """Rounds until the global model first reaches ``target`` test accuracy, per split and policy.
+
+    Columns: one per seed (NaN when the target is never reached within the run), the mean and
+    sample standard deviation (:func:`sample_sd`) over the seeds that reached it, how many did,
+    and the paper's number (``paper[(dataset, split)][policy]``) where it reports one.
+    """
+    rows = []
+    for (split, policy), runs in sorted(group_runs(results).items()):
+        per_seed = [r.rounds_to_target(target) for r in runs]
+        reached = np.array([v for v in per_seed if v is not None], dtype=float)
+        row: dict[str, Any] = {"split": split, "policy": policy}
+        for r, v in zip(runs, per_seed, strict=True):
+            row[f"seed {r.config['training']['seed']}"] = v
+        row["mean"] = reached.mean() if reached.size else np.nan
+        row["sd"] = sample_sd(reached)
+        row["reached"] = f"{reached.size}/{len(per_seed)}"
+        if paper is not None and dataset is not None:
+            row["paper"] = paper.get((dataset, split), {}).get(policy, np.nan)
+        rows.append(row)
+    return pd.DataFrame(rows).set_index(["split", "policy"])
+
+
+def speedup_table(
+    table: pd.DataFrame, fast: str = "markov_optimal", slow: str = "random"
+) -> pd.DataFrame:
+    """Relative speed-up (R_slow - R_fast) / R_slow of mean rounds to target, ours and paper's.
+
+    Ours is NaN unless every seed of both policies reached the target: a mean over only the
+    seeds that got there would favour the policy that missed it more often.
+    """
+    rows = []
+    for split in table.index.get_level_values("split").unique():
+        row: dict[str, Any] = {"split": split}
+        for column in ("mean", "paper"):
+            if column not in table:
+                continue
+            r_fast, r_slow = table.loc[(split, fast), column], table.loc[(split, slow), column]
+            if column == "mean" and not all(
+                _all_reached(table.loc[(split, p), "reached"]) for p in (fast, slow)
+            ):
+                r_fast = np.nan
+            row[f"speed-up ({'ours' if column == 'mean' else 'paper'})"] = (
+                r_slow - r_fast
+            ) / r_slow
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("split")
+
+
+def _all_reached(reached: str) -> bool:
+    hits, seeds = reached.split("/")
+    return hits == seeds
+
+
+def final_accuracy_table(results: Iterable[Any], last: int = 5) -> pd.DataFrame:
+    """Mean test accuracy over the last ``last`` evaluations, mean and sd over seeds."""
+    rows = []
+    for (split, policy), runs in sorted(group_runs(results).items()):
+        _, acc = accuracy_curves(runs)
+        tail = acc[:, -last:].mean(axis=1)
+        rows.append(
+            {
+                "split": split,
+                "policy": policy,
+                "final accuracy": tail.mean(),
+                "sd over seeds": sample_sd(tail),
+            }
+        )
+    return pd.DataFrame(rows).set_index(["split", "policy"])
+
+
+# Paired comparison over seeds. Within one seed every policy sees the same partition, model
+# initialisation and mini-batches, so the seed-to-seed spread they share cancels in the per-seed
+# difference R_fast - R_slow; intervals and power are computed on those differences.
+
+
+def paired_differences(
+    results: Iterable[Any], target: float, fast: str = "markov_optimal", slow: str = "random"
+) -> pd.DataFrame:
+    """Rounds to ``target`` of ``fast`` and ``slow`` per (split, seed), and their difference.
+
+    Columns: ``fast``, ``slow`` (rounds to target) and ``difference`` = R_fast - R_slow, so a
+    negative difference means ``fast`` got there sooner. Only seeds run with both policies are
+    kept: an unpaired run has nothing to be compared with. A run that never reached the target
+    has NaN rounds, and so does its difference; :func:`paired_interval` refuses such differences
+    rather than guess how long the run would have needed.
+    """
+    groups = group_runs(results)
+    rows = []
+    for split in sorted({s for s, _ in groups}):
+        by_policy = {p: _by_seed(groups.get((split, p), []), split, p) for p in (fast, slow)}
+        for seed in sorted(by_policy[fast].keys() & by_policy[slow].keys()):
+            r_fast, r_slow = (_rounds(by_policy[p][seed], target) for p in (fast, slow))
+            rows.append(
+                {
+                    "split": split,
+                    "seed": seed,
+                    fast: r_fast,
+                    slow: r_slow,
+                    "difference": r_fast - r_slow,
+                }
+            )
+    columns = ["split", "seed", fast, slow, "difference"]
+    return pd.DataFrame(rows, columns=columns).set_index(["split", "seed"])
+
+
+def _by_seed(runs: Sequence[Any], split: str, policy: str) -> dict[int, Any]:
+    # Two runs with one seed (e.g. two datasets or profiles mixed) would make the pairing
+    # ambiguous, so they are refused instead of one being picked silently.
+    out: dict[int, Any] = {}
+    for r in runs:
+        seed = r.config["training"]["seed"]
+        if seed in out:
+            raise ValueError(
+                f"results: two {split}/{policy} runs with seed {seed}; "
+                "pass the runs of one dataset and profile at a time"
+            )
+        out[seed] = r
+    return out
+
+
+def _rounds(run: Any, target: float) -> float:
+    rounds = run.rounds_to_target(target)
+    return float("nan") if rounds is None else float(rounds)
+
+
+def paired_table(
+    results: Iterable[Any],
+    target: float,
+    paper: Mapping[tuple[str, str], Mapping[str, int]] | None = None,
+    dataset: str | None = None,
+    fast: str = "markov_optimal",
+    slow: str = "random",
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """Paired comparison of ``fast`` with ``slow`` per split, against the paper's numbers.
+
+    Columns: paired seeds ``n`` and how many pairs reached the target in both runs, mean and sd of
+    R_fast - R_slow, its t and bootstrap intervals (:func:`paired_interval`), the relative
+    speed-up (mean R_slow - mean R_fast) / mean R_slow, the paper's rounds for both policies and
+    their difference (``paper[(dataset, split)]``, NaN where it gives none), the minimum
+    detectable effect at 80% power (:func:`minimum_detectable_effect`) and the verdict on the t
+    interval (:func:`verdict`). The paper's claim is tested as a relative speed-up scaled to our
+    mean R_slow, since rounds to target at another model or profile are not the paper's rounds.
+
+    Statistics and the verdict are missing (NaN) for a split where fewer than two pairs exist or a
+    run missed the target, as in :func:`speedup_table`: pairs that reached it would be a
+    selection favouring the policy that missed more often. The verdict is also missing where the
+    paper gives no speed-up of ``fast`` over ``slow`` to test.
+    """
+    diffs = paired_differences(results, target, fast, slow)
+    rows = []
+    for split in diffs.index.get_level_values("split").unique():
+        d = diffs.loc[split]
+        reported = paper.get((dataset, split), {}) if paper is not None else {}
+        paper_fast, paper_slow = (float(reported.get(p, np.nan)) for p in (fast, slow))
+        row: dict[str, Any] = {
+            "split": split,
+            "n": len(d),
+            "reached": f"{int(d['difference'].notna().sum())}/{len(d)}",
+            f"paper {fast}": paper_fast,
+            f"paper {slow}": paper_slow,
+            "paper difference": paper_fast - paper_slow,
+        }
+        row.update(_paired_statistics(d, fast, slow, level, paper_fast, paper_slow))
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("split") if rows else pd.DataFrame()
+
+
+def _paired_statistics(
+    d: pd.DataFrame, fast: str, slow: str, level: float, paper_fast: float, paper_slow: float
+) -> dict[str, Any]:
+    pct = f"{level:.0%}"
+    columns = ["mean difference", "sd", f"t {pct} low", f"t {pct} high"]
+    columns += [f"bootstrap {pct} low", f"bootstrap {pct} high", "speed-up", "MDE (80% power)"]
+    if len(d) < 2 or d["difference"].isna().any():
+        return dict.fromkeys(columns, np.nan) | {"verdict": None}
+    t = paired_interval(d["difference"], level, "t")
+    boot = paired_interval(d["difference"], level, "bootstrap")
+    mean_slow = float(d[slow].mean())
+    speedup = (mean_slow - float(d[fast].mean())) / mean_slow
+    mde = minimum_detectable_effect(t.sd, t.n, level)
+    values = [t.mean, t.sd, t.low, t.high, boot.low, boot.high, speedup, mde]
+    paper_speedup = (paper_slow - paper_fast) / paper_slow
+    # NaN (no paper number) compares False, so no claim gives no verdict
+    label = verdict(t, paper_speedup, mean_slow).label if paper_speedup > 0 else None
+    return dict(zip(columns, values, strict=True)) | {"verdict": label}
+
+
+__all__ = [
+    "PairedInterval",
+    "Verdict",
+    "accuracy_curves",
+    "final_accuracy_table",
+    "group_runs",
+    "minimum_detectable_effect",
+    "paired_differences",
+    "paired_interval",
+    "paired_table",
+    "rounds_to_target_table",
+    "sample_sd",
+    "speedup_table",
+    "verdict",
+]

@@ -1,0 +1,316 @@
+"""The four client selection policies of the AoI paper (Sec. III-B) as :class:`Sampler` objects.
+
+1. :class:`RandomWeighted` (``"random"``): m of n clients uniformly without replacement,
+   w_i = d_i / sum_{j in S} d_j.
+2. :class:`Probabilistic` (``"probabilistic"``): m draws with replacement, P(draw = i) =
+   q_i = d_i / sum_j d_j; a client hit l_i times gets w_i = l_i / m.
+3. / 4. :class:`MarkovSampler` (``"markov_optimal"``, ``"markov_nonoptimal"``): every client runs
+   its own age chain (eq. 4, ages capped at m'); a client of age a selects itself with
+   probability p_a and all selected clients get w_i = 1/|S|. If nobody selects itself, one
+   uniformly random client is forced (as in the proof of Theorem 5); its age resets like any
+   selected client's.
+
+The Markov sampler never draws one uniform per client per round. A client's selections form a
+renewal process whose inter-selection interval X has the law of :mod:`aoi_fl.aoi.markov`, so each
+client only keeps the round of its next selection: after a selection in round t the next one is
+t + X. At the start, a client of age a is next selected in round X - 1 - a with X drawn from the
+law of X given X > a (age m' stands for "m' or more", which is the same thing because the chain
+is memoryless from age m' on). Per round this is one O(n) integer comparison plus O(|S|) draws,
+and it has exactly the law of the per-round chain (the tests compare the two).
+
+Every sampler owns a generator from ``generator(seed, "sampler")`` and can be checkpointed with
+``state_dict()`` / ``load_state_dict()`` (JSON-serialisable) to continue the exact same sequence.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from aoi_fl.aoi import markov
+from aoi_fl.core.registry import PALETTE, Style, register_family, register_sampler
+from aoi_fl.core.selection import Sampler, SeededSampler, Selection, sizes_key
+from aoi_fl.core.validation import require_choice, require_int, require_n_m, require_sizes
+
+POLICIES: tuple[str, ...] = ("random", "probabilistic", "markov_optimal", "markov_nonoptimal")
+STARTS: tuple[str, ...] = ("stationary", "zero")
+
+# Next-selection rounds are int32 (half the memory traffic of int64 in the per-round scan).
+# A wait reaching past _NEVER is stored as _NEVER: no simulation gets that far (checked).
+_NEVER = np.iinfo(np.int32).max
+
+
+class _SizeWeighted(SeededSampler):
+    """Policies 1 and 2: a fixed budget of m per round over clients with dataset sizes d."""
+
+    def __init__(self, sizes: Any, m: int, seed: int = 0) -> None:
+        self.sizes = require_sizes("sizes", sizes)
+        n, self.m = require_n_m(self.sizes.size, m)
+        super().__init__(n, seed)
+
+    def config(self) -> dict:
+        return {**super().config(), "m": self.m, "sizes": sizes_key(self.sizes)}
+
+
+class RandomWeighted(_SizeWeighted):
+    """Policy 1: m of n clients uniformly without replacement, w_i = d_i / sum_{j in S} d_j."""
+
+    name = "random"
+
+    def sample(self) -> Selection:
+        ids = np.sort(self._rng.choice(self.n, size=self.m, replace=False, shuffle=False))
+        d = self.sizes[ids]
+        self.round += 1
+        return Selection(ids, d / d.sum())
+
+
+class Probabilistic(_SizeWeighted):
+    """Policy 2: m draws with replacement with P(i) = q_i = d_i / sum_j d_j; w_i = l_i / m.
+
+    Each distinct client appears once in the :class:`Selection`, weighted by its number of hits
+    l_i over m. So E[l_i] = m q_i, while P(i in S) = 1 - (1 - q_i)^m.
+    """
+
+    name = "probabilistic"
+
+    def __init__(self, sizes: Any, m: int, seed: int = 0) -> None:
+        super().__init__(sizes, m, seed)
+        cdf = np.cumsum(self.sizes)
+        self._cdf = cdf / cdf[-1]
+
+    def sample(self) -> Selection:
+        # Inverse-CDF draws as in Generator.choice(n, m, p=q), without redoing the O(n) cumulative
+        # sum every round. Only the multiset of draws matters, so the uniforms are sorted first:
+        # the binary searches then walk the CDF in order (several times faster at large n), and
+        # equal draws come out adjacent. u < 1 = cdf[-1], so every draw is < n.
+        u = np.sort(self._rng.random(self.m))
+        draws = np.searchsorted(self._cdf, u, side="right")
+        first = np.flatnonzero(np.concatenate(([True], draws[1:] != draws[:-1])))
+        hits = np.diff(first, append=self.m)
+        self.round += 1
+        return Selection(draws[first], hits / self.m)
+
+
+class _IntervalTable:
+    """Draws of the interval X by inverse CDF (:func:`markov.interval_quantile`), tabulated.
+
+    The quantile function is non-decreasing, so on a bin [b/K, (b+1)/K) of u it is constant as
+    soon as it takes the same value at both ends of the bin. Those bins are answered by table
+    lookup; the few others (around the jumps of the CDF) call interval_quantile itself. The
+    result is exactly interval_quantile(p, u).
+    """
+
+    _BINS = 4096  # a power of two, so that u * _BINS and its floor are exact
+
+    def __init__(self, p: np.ndarray) -> None:
+        self.p = p
+        edges = np.arange(self._BINS + 1) / self._BINS
+        left = markov.interval_quantile(p, edges[:-1])
+        right = markov.interval_quantile(p, np.nextafter(edges[1:], 0.0))
+        self._table = np.where(left == right, left, -1)
+
+    def quantile(self, u: np.ndarray) -> np.ndarray:
+        x = self._table[(u * self._BINS).astype(np.intp)]
+        unresolved = np.flatnonzero(x < 0)
+        if unresolved.size:
+            x[unresolved] = markov.interval_quantile(self.p, u[unresolved])
+        return x
+
+
+class MarkovSampler(SeededSampler):
+    """Policies 3 and 4: decentralised age chains with selection probabilities p_a (eq. 4).
+
+    Parameters
+    ----------
+    p:
+        (p_0, ..., p_{m'}), m' >= 1, validated by :func:`markov.check_chain`.
+    n:
+        Number of clients.
+    seed:
+        Seed of the private generator.
+    start:
+        ``"stationary"`` draws every client's age from the stationary law pi (the Fig. 2 setting,
+        "steady state for a fair comparison"); ``"zero"`` starts all ages at 0 as in eq. 4, so
+        that all clients start in lockstep.
+    name:
+        The policy name reported by ``name`` / ``config()``.
+    meta:
+        Extra entries for ``config()`` (e.g. the m and the family p was calibrated from).
+
+    Weights are 1/|S|. If no client selects itself in a round, one client drawn uniformly is
+    selected (forced) with weight 1, and its age resets to 0.
+    """
+
+    def __init__(
+        self,
+        p: Any,
+        n: int,
+        seed: int = 0,
+        start: str = "stationary",
+        name: str = "markov",
+        *,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.p = markov.check_chain(p)
+        n = require_int("n", n, minimum=1)
+        self.start = require_choice("start", start, STARTS)
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty string, got {name!r}")
+        self.name = name
+        self._meta = dict(meta or {})
+        super().__init__(n, seed)
+        self.m_prime = self.p.size - 1
+        self._intervals = _IntervalTable(self.p)
+        self._next = self._initial_next_rounds()
+
+    def _initial_next_rounds(self) -> np.ndarray:
+        """Round of each client's first selection, given its age a in round 0.
+
+        With X drawn from the law of X given X > a (u uniform on [1 - S(a), 1), S the survival
+        function of X), the first selection is in round X - 1 - a.
+        """
+        if self.start == "zero":
+            ages = np.zeros(self.n, dtype=np.int64)
+        else:
+            cdf = np.cumsum(markov.stationary_distribution(self.p))
+            # u < 1 = cdf[-1] / cdf[-1], so every age is <= m'
+            ages = np.searchsorted(cdf / cdf[-1], self._rng.random(self.n), side="right")
+        survival = markov.interval_survival(self.p, np.arange(self.m_prime + 1))[ages]
+        u = 1.0 - survival + survival * self._rng.random(self.n)
+        u = np.minimum(u, np.nextafter(1.0, 0.0))
+        # Rounding in 1 - S(a) could land one CDF step early; X > a holds exactly in law.
+        x = np.maximum(self._intervals.quantile(u), ages + 1)
+        return np.minimum(x - 1 - ages, _NEVER).astype(np.int32)
+
+    @property
+    def selection_rate(self) -> float:
+        """pi_0 = sum_a pi_a p_a: the stationary probability that a client selects itself."""
+        return markov.selection_rate(self.p)
+
+    def sample(self) -> Selection:
+        t = self.round
+        if t >= _NEVER - 1:
+            raise OverflowError(f"MarkovSampler supports at most {_NEVER - 1} rounds")
+        ids = np.flatnonzero(self._next == t)
+        if ids.size == 0:
+            ids = np.array([self._rng.integers(self.n)], dtype=np.int64)
+        x = self._intervals.quantile(self._rng.random(ids.size))
+        self._next[ids] = np.minimum(x + t, _NEVER)
+        self.round = t + 1
+        return Selection(ids, np.full(ids.size, 1.0 / ids.size))
+
+    def config(self) -> dict:
+        return {
+            **super().config(),
+            "p": self.p.tolist(),
+            "m_prime": self.m_prime,
+            "start": self.start,
+            **self._meta,
+        }
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "next_round": self._next.tolist()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        rng, t = self._check_state(state)
+        nxt = np.asarray(state.get("next_round"))
+        if nxt.shape != (self.n,) or not np.issubdtype(nxt.dtype, np.integer):
+            raise ValueError(f"state['next_round'] must be {self.n} integers")
+        if (nxt < t).any() or (nxt > _NEVER).any():
+            raise ValueError(f"state['next_round'] must lie in [round, {_NEVER}] = [{t}, {_NEVER}]")
+        self._rng, self.round, self._next = rng, t, nxt.astype(np.int32)
+
+
+def markov_optimal(
+    n: int, m: int, m_prime: int = 10, *, seed: int = 0, start: str = "stationary"
+) -> MarkovSampler:
+    """Policy 3: the Markov sampler with Theorem 1's p (:func:`markov.optimal_p`)."""
+    p = markov.optimal_p(n, m, m_prime)
+    return MarkovSampler(p, n, seed, start, "markov_optimal", meta={"m": m})
+
+
+def markov_nonoptimal(
+    n: int,
+    m: int,
+    m_prime: int = 10,
+    *,
+    family: str = "linear",
+    seed: int = 0,
+    start: str = "stationary",
+) -> MarkovSampler:
+    """Policy 4: a monotone family of p (:data:`markov.FAMILIES`) calibrated to pi_0 = m/n."""
+    p = markov.calibrate_family(family, n, m, m_prime)
+    return MarkovSampler(p, n, seed, start, "markov_nonoptimal", meta={"m": m, "family": family})
+
+
+def make_sampler(
+    policy: str,
+    *,
+    n: int,
+    m: int,
+    sizes: Any = None,
+    m_prime: int = 10,
+    seed: int = 0,
+    start: str = "stationary",
+    p: Any = None,
+    family: str = "linear",
+) -> Sampler:
+    """Build one of :data:`POLICIES` for n clients with m selected per round (on average).
+
+    ``sizes`` (default: all equal) weight Policies 1-2 and are ignored by the Markov policies.
+    ``start`` applies to the Markov policies. ``p`` may be given for ``"markov_nonoptimal"``
+    only (Policy 4 with a user's vector, which must have length m_prime + 1, be non-decreasing in
+    the age as Sec. III-B asks (:func:`markov.check_non_decreasing`) and satisfy constraint (3):
+    pi_0 = m/n); otherwise ``family`` names the calibrated family.
+    """
+    policy = require_choice("policy", policy, POLICIES)
+    n, m = require_n_m(n, m)
+    m_prime = require_int("m_prime", m_prime, minimum=1)
+    sizes = np.ones(n) if sizes is None else require_sizes("sizes", sizes)
+    if sizes.size != n:
+        raise ValueError(f"sizes must have one entry per client (n={n}), got {sizes.size}")
+    if p is not None and policy != "markov_nonoptimal":
+        raise ValueError(
+            f"p can only be given for policy 'markov_nonoptimal', not {policy!r} "
+            "(markov_optimal takes Theorem 1's p)"
+        )
+    start = require_choice("start", start, STARTS)
+    if policy == "random":
+        return RandomWeighted(sizes, m, seed)
+    if policy == "probabilistic":
+        return Probabilistic(sizes, m, seed)
+    if policy == "markov_optimal":
+        return markov_optimal(n, m, m_prime, seed=seed, start=start)
+    if p is None:
+        return markov_nonoptimal(n, m, m_prime, family=family, seed=seed, start=start)
+    p = markov.check_non_decreasing(p)
+    if p.size != m_prime + 1:
+        raise ValueError(
+            f"p has length {p.size} (m' = {p.size - 1}) but m_prime = {m_prime}; "
+            f"pass m_prime={p.size - 1}"
+        )
+    rate = markov.selection_rate(p)
+    if not np.isclose(rate, m / n, rtol=1e-9, atol=0.0):
+        raise ValueError(
+            f"p gives pi_0 = {rate!r}, but constraint (3) needs pi_0 = m/n = {m / n!r}; "
+            "use markov.calibrate_shape(p, n, m), or MarkovSampler for an unconstrained p"
+        )
+    return MarkovSampler(p, n, seed, start, "markov_nonoptimal", meta={"m": m, "family": "custom"})
+
+
+def _configured(policy: str, n: int, sizes: Any, **options: Any) -> SeededSampler:
+    return make_sampler(policy, n=n, sizes=sizes, **options)
+
+
+_STYLES = {
+    "random": Style("Policy 1: random (size-weighted)", PALETTE[0], "o"),
+    "probabilistic": Style("Policy 2: probabilistic", PALETTE[1], "s"),
+    "markov_optimal": Style("Policy 3: Markov optimal", PALETTE[2], "^"),
+    "markov_nonoptimal": Style("Policy 4: Markov non-optimal", PALETTE[3], "D"),
+}
+for _policy in POLICIES:
+    register_sampler(_policy, functools.partial(_configured, _policy), _STYLES[_policy])
+register_family("AoI policies", POLICIES)

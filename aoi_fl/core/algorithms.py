@@ -1,0 +1,265 @@
+"""Federated optimisation methods on the common trainer: what a client does, what the server does.
+
+An :class:`Algorithm` is one method with its whole state. Per round t the trainer
+
+1. asks it for the selected clients' starting parameters and per-round client state
+   (:meth:`Algorithm.client_start`; FedAvg: the global model, no state);
+2. runs their local steps through a local-training engine (:mod:`aoi_fl.core.engines`), moving the
+   parameters with :meth:`Algorithm.local_step` (FedAvg: plain SGD; control-variate methods add
+   their correction, and may accumulate e.g. the sum of the gradients in the client state);
+3. hands the outcome (:class:`ClientUpdates`) to :meth:`Algorithm.aggregate`, which returns the
+   new global model and updates the server's and the clients' persistent state.
+
+What is evaluated and returned after a round is :meth:`Algorithm.reported_params` of the global
+model: the global model itself, or e.g. the average of the global models of all rounds so far
+(FedAvg with ``average=True``: the output of the agnostic-FedAvg paper's Algorithm 1, line 12).
+
+State that persists across rounds (per-client tables, server aggregates) lives in the algorithm
+object and is checkpointed through ``state_dict``/``load_state_dict`` (tensors only).
+:attr:`Algorithm.communication` counts the model-size vectors each active client receives and
+sends per round, for plots against communication.
+
+This module holds the interface and FedAvg with the aggregation rules of the AoI paper (eq. 15)
+and of the unbiased estimators (a weighted sum of updates), optionally with the agnostic-FedAvg
+paper's projected local steps and averaged iterate (its Algorithm 1); the other methods live with
+their papers' modules. Configurations name them through :data:`aoi_fl.pipeline.runs.ALGORITHMS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from aoi_fl.core.engines import sgd_step
+from aoi_fl.core.registry import PALETTE, Style, register_algorithm
+from aoi_fl.core.tensors import Params, stack, weighted_sum
+from aoi_fl.core.validation import require_choice, require_real
+
+
+@dataclass
+class ClientUpdates:
+    """What the selected clients return in round ``t``, in the order of ``ids``.
+
+    ``weights``: the sampler's aggregation weights; ``start``: the parameters each client
+    started from; ``params``: its final local parameters (leading client axis); ``state``: the
+    per-round client state after training; ``steps``: local steps taken; ``lr``: the round's
+    local learning rate.
+    """
+
+    t: int
+    lr: float
+    ids: np.ndarray
+    weights: np.ndarray
+    start: Params
+    params: Params
+    state: dict[str, torch.Tensor]
+    steps: np.ndarray
+
+    def deltas(self) -> Params:
+        """theta_i - theta_start per client (the model update of each client)."""
+        return {k: v - self.start[k] for k, v in self.params.items()}
+
+
+def project_onto_ball(params: Params, radius: float) -> None:
+    """Euclidean projection of each client's parameters onto {theta : ||theta||_2 <= radius}.
+
+    ``params`` is client-stacked (leading client axis); the norm of a client is taken over all
+    its parameters together (one vector theta), and a client outside the ball is scaled onto its
+    surface (up to float rounding), in place. Clients inside the ball are left untouched.
+    """
+    sq = sum(v.flatten(1).to(torch.float64).square().sum(dim=1) for v in params.values())
+    norm = sq.sqrt()
+    outside = norm > radius
+    if not bool(outside.any()):
+        return
+    scale = torch.where(outside, radius / norm, torch.ones_like(norm))  # 1 inside: no change
+    for v in params.values():
+        v.mul_(scale.to(v.dtype).view(-1, *([1] * (v.dim() - 1))))
+
+
+def update_norms(global_params: Params, updates: ClientUpdates) -> np.ndarray:
+    """||theta_i - theta||_2 over all parameters, per selected client (the default feedback)."""
+    if updates.ids.size == 0:
+        return np.zeros(0)
+    sq = sum(
+        (updates.params[k] - g).flatten(1).to(torch.float64).square().sum(dim=1)
+        for k, g in global_params.items()
+    )
+    return sq.sqrt().numpy()
+
+
+class Algorithm:
+    """Base class: FedAvg's client side (plain SGD from the global model) and no state.
+
+    Subclasses override :meth:`aggregate` and, where the method needs them, :meth:`setup`,
+    :meth:`client_start`, :meth:`local_step` and the state methods.
+    """
+
+    name = "algorithm"
+    #: model-size vectors (received, sent) per active client and round
+    communication: tuple[int, int] = (1, 1)
+
+    def setup(self, n_clients: int, global_params: Params) -> None:  # noqa: B027
+        """Allocate per-client and server state; called once, before round 0."""
+
+    def client_start(
+        self, t: int, ids: np.ndarray, global_params: Params, lr: float
+    ) -> tuple[Params, dict[str, torch.Tensor]]:
+        """Starting parameters of the selected clients (stacked) and their per-round state."""
+        return stack(global_params, len(ids)), {}
+
+    def local_step(
+        self, params: Params, grads: Params, lr: float, state: dict[str, torch.Tensor]
+    ) -> None:
+        """One local step on client-stacked ``params`` (in place); default plain SGD."""
+        sgd_step(params, grads, lr, state)
+
+    def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
+        """The new global parameters (must not modify ``global_params`` in place)."""
+        raise NotImplementedError
+
+    def reported_params(self, global_params: Params) -> Params:
+        """The model the method returns after the rounds so far (evaluated by the trainer and
+        kept as a run's final model); default the global model itself."""
+        return global_params
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
+        expected = set(self.state_dict())
+        if set(state) != expected:
+            raise ValueError(
+                f"{type(self).__name__} state must have the keys {sorted(expected)}, "
+                f"got {sorted(state)}"
+            )
+        for k, v in self.state_dict().items():
+            if state[k].shape != v.shape:
+                raise ValueError(
+                    f"state {k!r} has shape {tuple(state[k].shape)}, expected {v.shape}"
+                )
+            v.copy_(state[k])
+
+    def config(self) -> dict:
+        return {"name": self.name}
+
+
+AGGREGATIONS = ("weighted_sum", "weighted_delta")
+
+
+class FedAvg(Algorithm):
+    """FedAvg with the sampler's weights w_i, in one of two forms.
+
+    - ``"weighted_sum"`` (AoI paper, eq. 15): theta^{t+1} = sum_{i in S} w_i theta_i^{t+1};
+    - ``"weighted_delta"``: theta^{t+1} = theta^t + server_lr * sum_{i in S} w_i (theta_i^{t+1}
+      - theta^t), the unbiased-estimator form (K-Vib, Alg. 1 lines 12-13, with w_i =
+      lambda_i / p_i). Equal to eq. 15 when the weights sum to one and server_lr = 1; with
+      weights that do not sum to one it moves along the weighted sum of the updates instead of
+      rescaling the model.
+
+    With no client selected the global model is kept.
+
+    Two options of the agnostic-FedAvg paper's Algorithm 1 (off by default):
+
+    - ``radius``: every local SGD iterate is projected onto the ball C = {||theta||_2 <= radius}
+      centred at 0 (line 9, :func:`project_onto_ball`; the norm is over all parameters);
+    - ``average``: the reported model (:meth:`reported_params`) is the mean of the global
+      models after rounds 1..t (line 12, 1/T sum_t theta_hat^{tH}), kept as a running sum in
+      float64; before the first round it is the initial model. Training itself continues from
+      the last global model.
+    """
+
+    name = "fedavg"
+
+    def __init__(
+        self,
+        aggregation: str = "weighted_sum",
+        server_lr: float = 1.0,
+        radius: float | None = None,
+        average: bool = False,
+    ) -> None:
+        self.aggregation = require_choice("aggregation", aggregation, AGGREGATIONS)
+        self.server_lr = require_real("server_lr", server_lr, minimum=0.0, strict_minimum=True)
+        if aggregation == "weighted_sum" and self.server_lr != 1.0:
+            raise ValueError(
+                f"server_lr={server_lr} needs aggregation='weighted_delta' (eq. 15 has none)"
+            )
+        if radius is not None:
+            radius = require_real("radius", radius, minimum=0.0, strict_minimum=True)
+        self.radius = radius
+        if not isinstance(average, bool):
+            raise TypeError(f"average must be True or False, got {average!r}")
+        self.average = average
+        self._sum: Params = {}
+        self._count = torch.zeros((), dtype=torch.float64)
+
+    def setup(self, n_clients: int, global_params: Params) -> None:
+        if self.average:
+            self._sum = {
+                k: torch.zeros(v.shape, dtype=torch.float64) for k, v in global_params.items()
+            }
+            self._count.zero_()
+
+    def local_step(
+        self, params: Params, grads: Params, lr: float, state: dict[str, torch.Tensor]
+    ) -> None:
+        sgd_step(params, grads, lr, state)
+        if self.radius is not None:
+            project_onto_ball(params, self.radius)
+
+    def aggregation_weights(self, updates: ClientUpdates) -> np.ndarray:
+        """The w_i of the selected clients: the sampler's (subclasses may replace them)."""
+        return updates.weights
+
+    def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
+        new = self._aggregate(global_params, updates)
+        if self.average:
+            for k, v in new.items():
+                self._sum[k] += v.to(torch.float64)
+            self._count += 1
+        return new
+
+    def _aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
+        if updates.ids.size == 0:
+            return global_params
+        w = self.aggregation_weights(updates)
+        if self.aggregation == "weighted_sum":
+            return {k: weighted_sum(w, v) for k, v in updates.params.items()}
+        return {
+            k: g + self.server_lr * weighted_sum(w, updates.params[k] - g)
+            for k, g in global_params.items()
+        }
+
+    def reported_params(self, global_params: Params) -> Params:
+        if not self.average or float(self._count) == 0:
+            return global_params
+        return {k: (s / self._count).to(global_params[k].dtype) for k, s in self._sum.items()}
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        if not self.average:
+            return {}
+        return {
+            **{f"average_sum.{k}": v for k, v in self._sum.items()},
+            "average_count": self._count,
+        }
+
+    def options(self) -> dict:
+        """The Algorithm-1 options that differ from the defaults (for :meth:`config`)."""
+        return {
+            **({"radius": self.radius} if self.radius is not None else {}),
+            **({"average": True} if self.average else {}),
+        }
+
+    def config(self) -> dict:
+        return {
+            "name": self.name,
+            "aggregation": self.aggregation,
+            "server_lr": self.server_lr,
+            **self.options(),
+        }
+
+
+register_algorithm("fedavg", FedAvg, Style("FedAvg", PALETTE[7], "^"))

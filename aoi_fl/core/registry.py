@@ -1,0 +1,116 @@
+"""What a configuration can name and a figure can draw, registered where each thing is defined.
+
+A module that defines a sampler calls :func:`register_sampler` next to it (its name in
+configurations, a factory ``(n, sizes, **options) -> Sampler`` with ``sizes`` the clients' data
+sizes, and its plot :class:`Style`); an algorithm likewise with :func:`register_algorithm`
+(``(**options) -> Algorithm``). Names that a figure shows but a configuration does not name
+(aggregation rules, participation patterns) register a style only (:func:`register_style`), and
+names shown side by side form a family (:func:`register_family`), in which every colour and
+marker differ (tested). A policy added in a user's own file registers itself there and is
+usable as soon as that file is imported: nothing else needs an edit.
+
+The registries fill as modules are imported; :mod:`aoi_fl.pipeline.runs` imports every module
+of the four papers, so after it everything here is complete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aoi_fl.core.validation import require_choice
+
+#: seaborn's "colorblind" palette (10 colours), the colours of the registered styles
+PALETTE: tuple[str, ...] = (
+    "#0173b2",
+    "#de8f05",
+    "#029e73",
+    "#d55e00",
+    "#cc78bc",
+    "#ca9161",
+    "#fbafe4",
+    "#949494",
+    "#ece133",
+    "#56b4e9",
+)
+
+
+@dataclass(frozen=True)
+class Style:
+    """Display name, colour and marker of one policy, algorithm, rule or pattern."""
+
+    label: str
+    color: str
+    marker: str
+
+    def kwargs(self) -> dict[str, str]:
+        """Keyword arguments for ``ax.plot`` / ``ax.scatter``."""
+        return {"label": self.label, "color": self.color, "marker": self.marker}
+
+
+#: sampler name -> factory(n, sizes, **options) -> Sampler
+SAMPLERS: dict[str, Callable[..., Any]] = {}
+#: algorithm name -> factory(**options) -> Algorithm
+ALGORITHMS: dict[str, Callable[..., Any]] = {}
+#: name -> plot style (samplers, algorithms, and names only figures use)
+STYLES: dict[str, Style] = {}
+#: family title -> the names that share a figure
+FAMILIES: dict[str, tuple[str, ...]] = {}
+
+
+def _origin(obj: Any) -> tuple[str, str]:
+    obj = getattr(obj, "func", obj)  # functools.partial
+    return getattr(obj, "__module__", ""), getattr(obj, "__qualname__", repr(obj))
+
+
+def _add(kind: str, table: dict[str, Any], name: str, value: Any) -> None:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{kind} name must be a non-empty string, got {name!r}")
+    # the papers reuse words ("uniform"): a silent overwrite would train or draw the wrong
+    # thing; re-importing the defining module (same origin) is harmless
+    if name in table and _origin(table[name]) != _origin(value):
+        raise ValueError(f"{kind} {name!r} is registered twice: {table[name]!r} and {value!r}")
+    table[name] = value
+
+
+def register_style(name: str, style: Style) -> None:
+    """Give ``name`` a fixed colour, marker and label in every figure."""
+    if not isinstance(style, Style):
+        raise TypeError(f"style of {name!r} must be a Style, got {type(style).__name__}")
+    if name in STYLES and STYLES[name] != style:
+        raise ValueError(f"style {name!r} is registered twice: {STYLES[name]} and {style}")
+    STYLES[name] = style
+
+
+def register_styles(styles: Mapping[str, Style]) -> None:
+    """:func:`register_style` for each name of ``styles``."""
+    for name, value in styles.items():
+        register_style(name, value)
+
+
+def register_sampler(name: str, factory: Callable[..., Any], style: Style | None = None) -> None:
+    """Make sampler ``name`` available to configurations (and figures, with a ``style``)."""
+    _add("sampler", SAMPLERS, name, factory)
+    if style is not None:
+        register_style(name, style)
+
+
+def register_algorithm(name: str, factory: Callable[..., Any], style: Style | None = None) -> None:
+    """Make algorithm ``name`` available to configurations (and figures, with a ``style``)."""
+    _add("algorithm", ALGORITHMS, name, factory)
+    if style is not None:
+        register_style(name, style)
+
+
+def register_family(title: str, names: Iterable[str]) -> None:
+    """Declare that ``names`` appear in one figure (so their styles must tell them apart)."""
+    names = tuple(names)
+    if title in FAMILIES and FAMILIES[title] != names:
+        raise ValueError(f"family {title!r} is registered twice: {FAMILIES[title]} and {names}")
+    FAMILIES[title] = names
+
+
+def style(name: str) -> Style:
+    """The registered style of ``name``; unknown names list the valid ones."""
+    return STYLES[require_choice("style name", name, STYLES)]

@@ -1,0 +1,173 @@
+"""What a client sampler returns each round, and the interface every sampler implements.
+
+The four policies of the AoI paper (Sec. III-B), and the adaptive samplers of later issues, all
+produce one :class:`Selection` per round: the selected client ids and their aggregation weights
+(eq. 15: ``theta = sum_{i in S} w_i theta_i``). Adaptive samplers additionally receive feedback
+after a round through :meth:`Sampler.feedback`.
+
+The unbiased samplers of the K-Vib paper (:mod:`aoi_fl.kvib.samplers`) also say how they drew
+the clients (``procedure``, one of :data:`PROCEDURES`) and with which probabilities, so that the
+trainer can measure their estimator's cost and variance; a sampler that needs every client's
+update norm before it samples (the full-information optimum) gets them through
+:meth:`Sampler.inform`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from aoi_fl.core.seeding import generator
+from aoi_fl.core.validation import require_choice, require_int
+
+#: how an unbiased sampler draws its clients (K-Vib paper, Sec. 2): "isp" each client by its own
+#: coin with probability p_i; "with_replacement" K i.i.d. draws from q = p / K;
+#: "without_replacement" K distinct clients (uniformly: p_i = K / n)
+PROCEDURES: tuple[str, ...] = ("isp", "with_replacement", "without_replacement")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The clients chosen in one round.
+
+    ``ids`` are distinct client indices in increasing order (int64); ``weights`` are the
+    aggregation weights w_i >= 0 of those clients, in the same order (float64). For the paper's
+    four policies the weights sum to one; unbiased estimators of later issues may not.
+
+    Unbiased samplers also set ``procedure`` (one of :data:`PROCEDURES`) and ``probabilities``:
+    p_i for all n clients such that w_i = (number of draws of i) * lambda_i / p_i makes
+    sum_{i in S} w_i g_i an unbiased estimate of sum_i lambda_i g_i (inclusion probabilities for
+    "isp" and "without_replacement", K q_i for "with_replacement"). Both are None otherwise.
+    """
+
+    ids: np.ndarray
+    weights: np.ndarray
+    probabilities: np.ndarray | None = None
+    procedure: str | None = None
+
+    def __post_init__(self) -> None:
+        ids = np.asarray(self.ids, dtype=np.int64)
+        weights = np.asarray(self.weights, dtype=np.float64)
+        if ids.ndim != 1 or weights.shape != ids.shape:
+            raise ValueError(
+                f"ids and weights must be 1-d of equal length, got {ids.shape} and {weights.shape}"
+            )
+        object.__setattr__(self, "ids", ids)
+        object.__setattr__(self, "weights", weights)
+        if (self.probabilities is None) != (self.procedure is None):
+            raise ValueError("probabilities and procedure must be given together (or neither)")
+        if self.procedure is not None:
+            require_choice("procedure", self.procedure, PROCEDURES)
+            p = np.asarray(self.probabilities, dtype=np.float64)
+            if p.ndim != 1 or not np.all(np.isfinite(p)) or (p < 0).any():
+                raise ValueError("probabilities must be a 1-d array of finite values >= 0")
+            if ids.size and (ids[-1] >= p.size or (p[ids] <= 0).any()):
+                raise ValueError("every selected client needs a probability > 0")
+            object.__setattr__(self, "probabilities", p)
+
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+    def dense(self, n: int) -> np.ndarray:
+        """The weight vector over all ``n`` clients (zeros for the clients not selected)."""
+        w = np.zeros(n)
+        w[self.ids] = self.weights
+        return w
+
+
+class Sampler(ABC):
+    """A client selection policy with its own random generator.
+
+    ``sample()`` draws the next round. Two samplers built with the same arguments and seed
+    produce the same sequence of selections.
+    """
+
+    #: short machine name used in configs and cache keys, e.g. ``"markov_optimal"``
+    name: str = "sampler"
+    n: int
+
+    @abstractmethod
+    def sample(self) -> Selection:
+        """Select the clients of the next round and their aggregation weights."""
+
+    def feedback(self, ids: np.ndarray, values: np.ndarray) -> None:  # noqa: B027
+        """Receive per-client feedback after a round (e.g. update norms); ignored by default."""
+
+    def inform(self, values: np.ndarray) -> None:  # noqa: B027
+        """Receive every client's feedback of the coming round before :meth:`sample`.
+
+        Only full-information samplers use it (the trainer calls it in its
+        ``full_information`` mode); ignored by default.
+        """
+
+    def config(self) -> dict:
+        """The parameters that define this sampler (for cache keys and reports)."""
+        return {"name": self.name, "n": self.n}
+
+    @abstractmethod
+    def state_dict(self) -> dict:
+        """Everything needed to continue the exact same sequence of selections.
+
+        Values are JSON-serialisable (ints, floats, strings, lists, dicts; arrays as lists), so
+        that checkpoints never need pickle.
+        """
+
+    @abstractmethod
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a state produced by :meth:`state_dict` of a sampler built the same way."""
+
+
+def sizes_key(sizes: np.ndarray) -> str:
+    """A compact, exact description of the dataset sizes for ``config()``."""
+    if np.all(sizes == sizes[0]):
+        return "equal"
+    digest = hashlib.sha256(np.ascontiguousarray(sizes, dtype="<f8").tobytes()).hexdigest()
+    return f"sha256:{digest}"
+
+
+class SeededSampler(Sampler):
+    """The base of every sampler here: its own generator ``generator(seed, "sampler")``, the
+    round counter, ``config()`` and JSON checkpointing; a subclass adding state extends
+    ``state_dict`` / ``load_state_dict`` (validating with :meth:`_check_state`)."""
+
+    def __init__(self, n: int, seed: int) -> None:
+        self.n = n
+        self.seed = require_int("seed", seed, minimum=0)
+        self._rng = generator(self.seed, "sampler")
+        #: number of rounds sampled so far (the index of the next round)
+        self.round = 0
+
+    def config(self) -> dict:
+        return {"name": self.name, "n": self.n, "seed": self.seed}
+
+    def state_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "n": self.n,
+            "round": self.round,
+            "rng": self._rng.bit_generator.state,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self._rng, self.round = self._check_state(state)
+
+    def _check_state(self, state: Mapping[str, Any]) -> tuple[np.random.Generator, int]:
+        """The generator and round of a state from ``state_dict()``; validated, not applied."""
+        if not isinstance(state, Mapping):
+            raise TypeError(f"state must be a dict from state_dict(), got {type(state).__name__}")
+        missing = {"name", "n", "round", "rng"} - set(state)
+        if missing:
+            raise ValueError(f"state lacks the entries {sorted(missing)}")
+        if state["name"] != self.name or state["n"] != self.n:
+            raise ValueError(
+                f"state of sampler {state['name']!r} with n={state['n']} cannot be loaded into "
+                f"{self.name!r} with n={self.n}"
+            )
+        rng = generator(self.seed, "sampler")
+        rng.bit_generator.state = state["rng"]  # validates the bit generator's name and fields
+        return rng, require_int("state['round']", state["round"], minimum=0)

@@ -1,0 +1,581 @@
+"""Federated training with partial participation on one machine (AoI paper, eqs 15-18).
+
+One round t (0-based) of :class:`FederatedTrainer`:
+
+1. the sampler returns the selected clients S and their weights w (a :class:`Selection`);
+2. the algorithm (:mod:`aoi_fl.core.algorithms`; default FedAvg) gives each i in S its starting
+   parameters (FedAvg: the global model, eq. 16) and per-round state;
+3. every i in S runs its local steps with learning rate eta_t (eqs 17-18): ``local_epochs``
+   epochs of mini-batch SGD (the AoI paper: 5 epochs of batch 50, eta_t = 0.1 * 0.998^t; the
+   last mini-batch of an epoch is the remainder), or exactly ``local_steps`` steps (FedSUM,
+   agnostic FedAvg's H), all selected clients batched by an engine (:mod:`aoi_fl.core.engines`);
+4. the algorithm aggregates (FedAvg, eq. 15: theta = sum_{i in S} w_i theta_i);
+5. the sampler gets feedback (by default the update norms ||theta_i - theta||_2).
+
+Every ``eval_every`` rounds the global model is evaluated on the test set and, optionally, every
+client's own training loss F_k is recorded (for the selection skew rho of the AoI paper, the
+objectives of problem (3) of the agnostic-FedAvg paper, the FedSUM training loss).
+
+With ``screen_samples`` (rounds to a target accuracy at a fraction of the evaluation cost), every
+round until the target is first reached is screened on a fixed seeded subset of the test set, and
+the full test set is evaluated in every round whose screen accuracy is within ``screen_margin``
+of ``screen_target`` (and at the scheduled evaluations). The first round whose full-test
+accuracy reaches the target is therefore found exactly unless the subset's accuracy falls more
+than ``screen_margin`` below the full set's in that very round; the records let a caller check
+that gap on every round where both were measured (:func:`screen_gaps`).
+
+In the ``full_information`` mode (the K-Vib paper's metrics) *every* client trains from the
+round's model before the sampler draws; the sampler may see all update norms
+(:meth:`Sampler.inform`, used only by the full-information optimum), only the selected clients'
+updates are aggregated, and a :class:`RoundRecorder` given to the trainer records what it
+computes from every client's update each round (the K-Vib paper's costs and estimation errors:
+:data:`aoi_fl.kvib.experiments.KVIB_RECORDER`). The selected clients' updates are the same as
+without the mode (mini-batches depend only on (seed, round, client)), so it changes no
+trajectory.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call
+from tqdm import tqdm  # plain bars: tqdm.auto warns (with a machine path) without ipywidgets
+
+from aoi_fl.core.algorithms import Algorithm, ClientUpdates, FedAvg, update_norms
+from aoi_fl.core.engines import ENGINES, LOSSES, LocalTraining, local_batches, local_step_batches
+from aoi_fl.core.seeding import generator
+from aoi_fl.core.selection import Sampler, Selection
+from aoi_fl.core.tensors import Params
+from aoi_fl.core.validation import require_choice, require_int, require_real
+from aoi_fl.data.datasets import TensorSplit
+
+# ---------------------------------------------------------------------------------------------
+# Learning-rate schedules: callables round -> lr with a config() for cache keys
+
+
+@dataclass(frozen=True)
+class ExponentialDecay:
+    """eta_t = lr0 * decay^t (the AoI paper: lr0 = 0.1, decay = 0.998)."""
+
+    lr0: float = 0.1
+    decay: float = 0.998
+
+    def __post_init__(self) -> None:
+        require_real("lr0", self.lr0, minimum=0.0, strict_minimum=True)
+        require_real("decay", self.decay, minimum=0.0, maximum=1.0, strict_minimum=True)
+
+    def __call__(self, t: int) -> float:
+        return self.lr0 * self.decay**t
+
+    def config(self) -> dict:
+        return {"name": "exponential", "lr0": self.lr0, "decay": self.decay}
+
+
+@dataclass(frozen=True)
+class InverseSqrtDecay:
+    """eta_t = lr0 / sqrt(t / period + 1) (the FedSUM experiments: period 10)."""
+
+    lr0: float = 0.01
+    period: float = 10.0
+
+    def __post_init__(self) -> None:
+        require_real("lr0", self.lr0, minimum=0.0, strict_minimum=True)
+        require_real("period", self.period, minimum=0.0, strict_minimum=True)
+
+    def __call__(self, t: int) -> float:
+        return self.lr0 / math.sqrt(t / self.period + 1.0)
+
+    def config(self) -> dict:
+        return {"name": "inverse_sqrt", "lr0": self.lr0, "period": self.period}
+
+
+@dataclass(frozen=True)
+class ConstantLR:
+    """eta_t = lr."""
+
+    lr: float = 0.1
+
+    def __post_init__(self) -> None:
+        require_real("lr", self.lr, minimum=0.0, strict_minimum=True)
+
+    def __call__(self, t: int) -> float:
+        return self.lr
+
+    def config(self) -> dict:
+        return {"name": "constant", "lr": self.lr}
+
+
+LR_SCHEDULES: dict[str, Callable[..., Callable[[int], float]]] = {
+    "exponential": ExponentialDecay,
+    "inverse_sqrt": InverseSqrtDecay,
+    "constant": ConstantLR,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation
+
+
+def _batched_outputs(
+    model: nn.Module, params: Params, split: TensorSplit, batch_size: int
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    with torch.no_grad():
+        for lo in range(0, len(split), batch_size):
+            x, y = split.x[lo : lo + batch_size], split.y[lo : lo + batch_size]
+            yield functional_call(model, params, (x,)), y
+
+
+def evaluate(
+    model: nn.Module,
+    params: Params,
+    split: TensorSplit,
+    loss: str = "cross_entropy",
+    batch_size: int = 500,
+) -> tuple[float, float | None]:
+    """Mean loss and accuracy of ``model`` with ``params`` on ``split`` (accuracy None for mse)."""
+    loss_fn = LOSSES[require_choice("loss", loss, LOSSES)]
+    total, correct = 0.0, 0
+    for out, y in _batched_outputs(model, params, split, batch_size):
+        total += float(loss_fn(out, y).to(torch.float64).sum())
+        if loss == "cross_entropy":
+            correct += int((out.argmax(dim=1) == y).sum())
+    n = len(split)
+    return total / n, (correct / n if loss == "cross_entropy" else None)
+
+
+def per_sample_losses(
+    model: nn.Module,
+    params: Params,
+    split: TensorSplit,
+    loss: str = "cross_entropy",
+    batch_size: int = 500,
+) -> torch.Tensor:
+    """The loss of every sample of ``split`` under ``params`` (1-d tensor, split order)."""
+    loss_fn = LOSSES[require_choice("loss", loss, LOSSES)]
+    parts = [loss_fn(out, y) for out, y in _batched_outputs(model, params, split, batch_size)]
+    return torch.cat(parts) if parts else torch.zeros(0)
+
+
+def screen_pairs(history: Mapping[str, list]) -> tuple[np.ndarray, np.ndarray]:
+    """(full-test, screen) accuracy on every round where both were measured (screened runs)."""
+    screen = history["screen_accuracy"]  # entry t - 1 belongs to round t
+    full = dict(zip(history["eval_round"], history["test_accuracy"], strict=True))
+    both = [(full[t], a) for t, a in enumerate(screen, start=1) if a is not None and t in full]
+    return np.array([f for f, _ in both]), np.array([a for _, a in both])
+
+
+def screen_gaps(history: Mapping[str, list]) -> np.ndarray:
+    """Full-test minus screen accuracy on every round where both were measured (screened runs).
+
+    The first crossing of the target can be missed only in a round where this gap exceeds the
+    screening margin, so its maximum over a run is the check that none was.
+    """
+    full, screen = screen_pairs(history)
+    return full - screen
+
+
+def rounds_to_target(
+    accuracy: Sequence[float | None] | Mapping[int, float | None],
+    target: float,
+    rounds: Sequence[int] | None = None,
+) -> int | None:
+    """The first round whose accuracy reaches ``target``, or None if none does.
+
+    ``accuracy`` is a mapping round -> accuracy, or a sequence whose entries belong to
+    ``rounds`` (default 1, 2, ...). Missing values (None) never reach the target.
+    """
+    target = require_real("target", target)
+    if isinstance(accuracy, Mapping):
+        rounds, accuracy = list(accuracy.keys()), list(accuracy.values())
+    elif rounds is None:
+        rounds = range(1, len(accuracy) + 1)
+    if len(rounds) != len(accuracy):
+        raise ValueError(f"rounds has {len(rounds)} entries but accuracy has {len(accuracy)}")
+    reached = [r for r, a in zip(rounds, accuracy, strict=True) if a is not None and a >= target]
+    return int(min(reached)) if reached else None
+
+
+# ---------------------------------------------------------------------------------------------
+# The federated trainer
+
+
+@dataclass(frozen=True)
+class FederatedData:
+    """Training samples split over clients (``partition[i]``: client i's indices) and a test set."""
+
+    train: TensorSplit
+    test: TensorSplit
+    partition: Sequence[np.ndarray]
+
+    def __post_init__(self) -> None:
+        n = len(self.train)
+        for i, idx in enumerate(self.partition):
+            idx = np.asarray(idx)
+            if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
+                raise ValueError(f"partition[{i}] must be a 1-d integer array, got {idx.dtype}")
+            if idx.size and (idx.min() < 0 or idx.max() >= n):
+                raise ValueError(f"partition[{i}] has indices outside [0, {n})")
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.array([len(idx) for idx in self.partition], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Hyper-parameters of a training run (the AoI paper's: 5 local epochs of batch 50).
+
+    ``local_steps``, when set, replaces ``local_epochs``: every selected client takes exactly
+    that many steps (:func:`engines.local_step_batches`).
+    """
+
+    rounds: int
+    local_epochs: int = 5
+    local_steps: int | None = None
+    batch_size: int = 50
+    seed: int = 0
+    eval_every: int = 1
+    loss: str = "cross_entropy"
+    engine: str = "auto"
+    client_chunk: int | None = None
+    #: at each evaluation also record every client's training loss F_k of the global model on
+    #: (up to) this many of its samples (0: off); needed for the selection skew rho (eq. 24)
+    client_loss_samples: int = 0
+    #: train every client every round and record the K-Vib metrics (module docstring); needs a
+    #: sampler whose selections carry probabilities (:mod:`aoi_fl.kvib.samplers`)
+    full_information: bool = False
+    #: record each round's selected ids, weights and update norms (off: scalar records only,
+    #: which keeps long grids of cached results small)
+    record_clients: bool = True
+    #: size of the fixed test subset that screens every round for the target (0: off; see the
+    #: module docstring); the full test set is evaluated when the screen is within the margin
+    screen_samples: int = 0
+    screen_target: float = 0.0
+    screen_margin: float = 0.015
+
+    def __post_init__(self) -> None:
+        for name in ("full_information", "record_clients"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        require_int("rounds", self.rounds, minimum=0)
+        require_int("client_loss_samples", self.client_loss_samples, minimum=0)
+        require_int("local_epochs", self.local_epochs, minimum=1)
+        if self.local_steps is not None:
+            require_int("local_steps", self.local_steps, minimum=1)
+        require_int("batch_size", self.batch_size, minimum=1)
+        require_int("seed", self.seed, minimum=0)
+        require_int("eval_every", self.eval_every, minimum=1)
+        require_choice("loss", self.loss, LOSSES)
+        require_choice("engine", self.engine, ENGINES)
+        if self.client_chunk is not None:
+            require_int("client_chunk", self.client_chunk, minimum=1)
+        require_int("screen_samples", self.screen_samples, minimum=0)
+        if self.screen_samples:
+            require_real("screen_target", self.screen_target, minimum=0.0, maximum=1.0)
+            require_real("screen_margin", self.screen_margin, minimum=0.0, maximum=1.0)
+            if self.loss != "cross_entropy":
+                raise ValueError("screen_samples needs an accuracy: loss must be 'cross_entropy'")
+
+
+HISTORY_KEYS = (
+    "lr",
+    "selected",
+    "weights",
+    "update_norms",
+    "eval_round",
+    "test_loss",
+    "test_accuracy",
+    "client_losses",
+)
+
+
+@dataclass(frozen=True)
+class RoundRecorder:
+    """A per-round hook of the ``full_information`` mode: ``record(selection, g, lam)`` gets
+    the round's selection, every client's update g_i as a float64 row and the clients' weights
+    lambda_i = d_i / sum_j d_j, and returns the values of ``keys`` for that round."""
+
+    keys: tuple[str, ...]
+    record: Callable[[Selection, np.ndarray, np.ndarray], Mapping[str, Any]]
+
+
+#: records added by screening: the screen accuracy after each round (None once the target was
+#: reached) and the rounds at which ``client_losses`` were taken (the scheduled evaluations only)
+SCREEN_KEYS = ("screen_accuracy", "client_loss_round")
+
+
+def _subset(everyone: ClientUpdates, selection: Selection) -> ClientUpdates:
+    """The selected clients' part of every client's updates (``everyone.ids`` = 0..n-1)."""
+    rows = torch.from_numpy(selection.ids)
+
+    def take(tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {k: v.index_select(0, rows) for k, v in tensors.items()}
+
+    return ClientUpdates(
+        everyone.t,
+        everyone.lr,
+        selection.ids,
+        selection.weights,
+        take(everyone.start),
+        take(everyone.params),
+        take(everyone.state),
+        everyone.steps[selection.ids],
+    )
+
+
+@dataclass
+class FederatedTrainer:
+    """Federated training with partial participation; ``run()`` trains, ``history`` records.
+
+    ``history`` (JSON-serialisable): per round ``lr``, ``selected`` (ids), ``weights`` and
+    ``update_norms`` (||theta_i - theta||_2, also the sampler's feedback by default); per
+    evaluation ``eval_round`` (0 = the initial model), ``test_loss`` and ``test_accuracy`` of
+    the reported model (:meth:`reported_params`: the global model unless the algorithm reports
+    e.g. an averaged iterate) and, with ``client_loss_samples``, ``client_losses`` (F_k of that
+    model for every client k), every ``eval_every`` rounds and after the last round. The
+    ``full_information`` mode adds the ``recorder``'s keys, one value per round; without
+    ``record_clients`` the per-client lists stay empty.
+    """
+
+    model: nn.Module
+    data: FederatedData
+    sampler: Sampler
+    settings: TrainSettings
+    lr_schedule: Callable[[int], float] = field(default_factory=ExponentialDecay)
+    algorithm: Algorithm = field(default_factory=FedAvg)
+    feedback: Callable[[Params, ClientUpdates], np.ndarray] = update_norms
+    #: used in the ``full_information`` mode only (the trainer imports no paper's metrics)
+    recorder: RoundRecorder | None = None
+
+    def __post_init__(self) -> None:
+        if self.sampler.n != len(self.data.partition):
+            raise ValueError(
+                f"sampler has n={self.sampler.n} clients but the partition has "
+                f"{len(self.data.partition)}"
+            )
+        self.local = LocalTraining(
+            self.model, self.settings.loss, self.settings.engine, self.settings.client_chunk
+        )
+        self.params: Params = {k: v.detach().clone() for k, v in self.model.named_parameters()}
+        self.algorithm.setup(len(self.data.partition), self.params)
+        self.round = 0
+        self.history: dict[str, list] = {key: [] for key in self._history_keys()}
+
+    def _history_keys(self) -> tuple[str, ...]:
+        s = self.settings
+        return (
+            HISTORY_KEYS
+            + (self.recorder.keys if s.full_information and self.recorder else ())
+            + (SCREEN_KEYS if s.screen_samples else ())
+        )
+
+    def _schedule(self, t: int, client: int) -> np.ndarray:
+        s = self.settings
+        idx = np.asarray(self.data.partition[client], dtype=np.int64)
+        if s.local_steps is not None:
+            return idx[local_step_batches(s.seed, t, client, idx.size, s.local_steps, s.batch_size)]
+        rows = local_batches(s.seed, t, client, idx.size, s.local_epochs, s.batch_size)
+        return np.where(rows >= 0, idx[np.maximum(rows, 0)], -1)
+
+    def reported_params(self) -> Params:
+        """The model the algorithm reports after the rounds so far: what is evaluated and what
+        a run returns (the global model, or e.g. Algorithm 1's averaged iterate,
+        :meth:`Algorithm.reported_params`)."""
+        return self.algorithm.reported_params(self.params)
+
+    def evaluate(self) -> tuple[float, float | None]:
+        return evaluate(self.model, self.reported_params(), self.data.test, self.settings.loss)
+
+    def client_loss_counts(self) -> np.ndarray:
+        """How many samples of each client its loss subset holds (client order)."""
+        k = self.settings.client_loss_samples
+        return np.array([min(len(idx), k) for idx in self.data.partition], dtype=np.int64)
+
+    def client_loss_indices(self) -> np.ndarray:
+        """Indices into the training set of the per-client loss subsets, client after client.
+
+        Each client's subset is a seeded sample of ``client_loss_samples`` of its samples (all of
+        them when it has no more), the same for every evaluation.
+        """
+        k = self.settings.client_loss_samples
+        parts = []
+        for i, idx in enumerate(self.data.partition):
+            idx = np.asarray(idx, dtype=np.int64)
+            take = generator(self.settings.seed, "client_loss_subset", i).permutation(idx.size)
+            parts.append(idx[np.sort(take[:k])])
+        return np.concatenate(parts)
+
+    def client_loss_split(self) -> TensorSplit:
+        """The samples on which per-client losses are measured (see client_loss_indices)."""
+        flat = torch.from_numpy(self.client_loss_indices())
+        return TensorSplit(self.data.train.x[flat], self.data.train.y[flat])
+
+    def client_losses(self, params: Params | None = None) -> list[float]:
+        """F_k of ``params`` (default: the reported model, :meth:`reported_params`) for every
+        client k, on its loss subset."""
+        if self.settings.client_loss_samples == 0:
+            raise ValueError("client_losses needs TrainSettings(client_loss_samples > 0)")
+        if not hasattr(self, "_loss_owner"):
+            counts = self.client_loss_counts()
+            flat = self.client_loss_indices()
+            owner = np.repeat(np.arange(len(counts)), counts)
+            if np.array_equal(np.sort(flat), np.arange(len(self.data.train))):
+                # every training sample is in some subset: evaluate the training set in place
+                # (no copy of it), each sample's loss going to its owner
+                self._loss_split = self.data.train
+                by_position = np.empty(len(flat), dtype=np.int64)
+                by_position[flat] = owner
+                owner = by_position
+            else:
+                self._loss_split = self.client_loss_split()
+            self._loss_owner = torch.from_numpy(owner)
+            self._loss_counts = torch.tensor(counts, dtype=torch.float64)
+        params = self.reported_params() if params is None else params
+        per_sample = per_sample_losses(self.model, params, self._loss_split, self.settings.loss)
+        sums = torch.zeros(len(self._loss_counts), dtype=torch.float64)
+        sums.index_add_(0, self._loss_owner, per_sample.double())
+        return (sums / self._loss_counts).tolist()
+
+    def screen_split(self) -> TensorSplit:
+        """The fixed seeded subset of the test set that screens for the target."""
+        if not hasattr(self, "_screen"):
+            test = self.data.test
+            take = generator(self.settings.seed, "screen").permutation(len(test))
+            rows = torch.from_numpy(np.sort(take[: self.settings.screen_samples]))
+            self._screen = TensorSplit(test.x[rows], test.y[rows])
+        return self._screen
+
+    def _target_reached(self) -> bool:
+        target = self.settings.screen_target
+        return any(a is not None and a >= target for a in self.history["test_accuracy"])
+
+    def _record_evaluation(self, *, scheduled: bool = True) -> None:
+        loss, accuracy = self.evaluate()
+        h = self.history
+        h["eval_round"].append(self.round)
+        h["test_loss"].append(loss)
+        h["test_accuracy"].append(accuracy)
+        if self.settings.client_loss_samples and scheduled:
+            h["client_losses"].append(self.client_losses())
+            if self.settings.screen_samples:
+                h["client_loss_round"].append(self.round)
+
+    def _evaluate_after_round(self) -> None:
+        s = self.settings
+        scheduled = self.round % s.eval_every == 0 or self.round == s.rounds
+        if not s.screen_samples:
+            if scheduled:
+                self._record_evaluation()
+            return
+        screen = None
+        if not self._target_reached():
+            screen = evaluate(self.model, self.reported_params(), self.screen_split(), s.loss)[1]
+        self.history["screen_accuracy"].append(screen)
+        if scheduled or (screen is not None and screen >= s.screen_target - s.screen_margin):
+            self._record_evaluation(scheduled=scheduled)
+
+    def _evaluate_initial_model(self) -> None:
+        if not self.history["eval_round"]:
+            self._record_evaluation()
+
+    def _train(self, t: int, lr: float, ids: np.ndarray, weights: np.ndarray) -> ClientUpdates:
+        """Round t's local training of clients ``ids`` (aggregation weights ``weights``)."""
+        schedules = [self._schedule(t, int(i)) for i in ids]
+        start, state = self.algorithm.client_start(t, ids, self.params, lr)
+        client_params = self.local(
+            start, self.data.train, schedules, lr, self.algorithm.local_step, state
+        )
+        steps = np.array([len(s) for s in schedules], dtype=np.int64)
+        return ClientUpdates(t, lr, ids, weights, start, client_params, state, steps)
+
+    def run_round(self) -> None:
+        """One round: select, train locally, aggregate, feed back (and evaluate if due)."""
+        self._evaluate_initial_model()
+        t = self.round
+        lr = float(self.lr_schedule(t))
+        h = self.history
+        if self.settings.full_information:
+            n = len(self.data.partition)
+            everyone = self._train(t, lr, np.arange(n), np.zeros(n))
+            all_norms = np.asarray(self.feedback(self.params, everyone), dtype=np.float64)
+            self.sampler.inform(all_norms)
+            selection = self.sampler.sample()
+            updates, norms = _subset(everyone, selection), all_norms[selection.ids]
+            if self.recorder is not None:
+                deltas = torch.cat([v.flatten(1) for v in everyone.deltas().values()], dim=1)
+                sizes = self.data.sizes.astype(np.float64)
+                record = self.recorder.record(
+                    selection, deltas.double().numpy(), sizes / sizes.sum()
+                )
+                for key in self.recorder.keys:
+                    h[key].append(record[key])
+        else:
+            selection = self.sampler.sample()
+            updates = self._train(t, lr, selection.ids, selection.weights)
+            norms = np.asarray(self.feedback(self.params, updates), dtype=np.float64)
+        self.params = self.algorithm.aggregate(self.params, updates)
+        self.sampler.feedback(selection.ids, norms)
+        self.round = t + 1
+        h["lr"].append(lr)
+        if self.settings.record_clients:
+            h["selected"].append(selection.ids.tolist())
+            h["weights"].append(selection.weights.tolist())
+            h["update_norms"].append(norms.tolist())
+        self._evaluate_after_round()
+
+    def run(
+        self,
+        *,
+        progress: bool = False,
+        on_round: Callable[[FederatedTrainer], None] | None = None,
+    ) -> dict[str, list]:
+        """Train up to ``settings.rounds`` (from the current round); return ``history``."""
+        self._evaluate_initial_model()
+        with tqdm(
+            total=self.settings.rounds,
+            initial=self.round,
+            disable=not progress,
+            desc=f"{self.sampler.name}",
+            unit="round",
+        ) as bar:
+            while self.round < self.settings.rounds:
+                self.run_round()
+                if on_round is not None:
+                    on_round(self)
+                bar.update(1)
+                if self.history["eval_round"][-1] == self.round:
+                    bar.set_postfix(acc=self.history["test_accuracy"][-1], refresh=False)
+        return self.history
+
+    def state_dict(self) -> tuple[dict[str, torch.Tensor], dict]:
+        """(tensors, JSON state): everything needed to continue the exact same run."""
+        tensors = {f"params.{k}": v for k, v in self.params.items()}
+        tensors.update({f"algorithm.{k}": v for k, v in self.algorithm.state_dict().items()})
+        state = {"round": self.round, "sampler": self.sampler.state_dict(), "history": self.history}
+        return tensors, copy.deepcopy(state)
+
+    def load_state_dict(self, tensors: Mapping[str, torch.Tensor], state: Mapping) -> None:
+        groups: dict[str, dict[str, torch.Tensor]] = {"params": {}, "algorithm": {}}
+        for name, value in tensors.items():
+            group, _, key = name.partition(".")
+            if group not in groups:
+                raise ValueError(f"unexpected tensor {name!r} in the checkpoint")
+            groups[group][key] = value
+        if set(groups["params"]) != set(self.params) or any(
+            groups["params"][k].shape != v.shape for k, v in self.params.items()
+        ):
+            raise ValueError("checkpoint parameters do not match the model")
+        if set(state.get("history", {})) != set(self._history_keys()):
+            raise ValueError("checkpoint history does not have the expected records")
+        self.algorithm.load_state_dict(groups["algorithm"])
+        self.sampler.load_state_dict(state["sampler"])
+        self.params = {k: v.clone() for k, v in groups["params"].items()}
+        self.round = require_int("round", state["round"], minimum=0)
+        self.history = copy.deepcopy(dict(state["history"]))

@@ -1,0 +1,127 @@
+"""The setup block every notebook runs first: one call instead of a copied block.
+
+``setup(profile)`` applies the plotting style, prints the profile and returns the folders and the
+parallelism the notebook uses. In the ``smoke`` profile (the tests) training results go to a
+throw-away folder that is removed when the kernel ends, so that test runs leave nothing behind
+in the system's temporary directory::
+
+    profile = resolve_profile(profile)
+    env = notebook.setup(profile, f"rounds {rounds}", display_width=140)
+    runs.run_grid(configs, cache_dir=env.RESULTS, data_root=env.DATA, workers=env.WORKERS, ...)
+
+Paths are relative to ``notebooks/``, where every notebook runs (papermill, nbval, Jupyter).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import pandas as pd
+
+from aoi_fl.pipeline import plotting
+from aoi_fl.pipeline.profiles import ENV_VAR, resolve_profile
+
+SMOKE_PREFIX = "aoi-fl-smoke-"
+#: where figures go instead of ``../figures`` (the reproducibility test writes to a temporary
+#: folder and compares with the committed figures)
+FIGURES_VAR = "AOI_FL_FIGURES"
+
+# Removes a folder once every write end of the pipe on file descriptor argv[1] is closed, that
+# is once the process that made the folder has ended, however it ended. Run with -I -S: it needs
+# the standard library only and must not depend on the notebook's environment.
+_WATCHER = """\
+import os, shutil, sys
+fd = int(sys.argv[1])
+while os.read(fd, 4096):
+    pass
+shutil.rmtree(sys.argv[2], ignore_errors=True)
+"""
+
+# (watcher process, write end) per folder: kept open for as long as this process lives
+_WATCHERS: list[tuple[subprocess.Popen, int]] = []
+
+
+def throwaway_folder(prefix: str = SMOKE_PREFIX) -> str:
+    """A new temporary folder (under ``$TMPDIR``) that is removed when this process ends.
+
+    Two mechanisms, because a notebook kernel ends in two ways. papermill asks the kernel to shut
+    down, so the interpreter exits normally and the ``atexit`` handler removes the folder. nbval
+    kills the kernel (SIGKILL to its process group, ``shutdown_kernel(now=True)``), which runs no
+    handler; for that case a small watcher process in its own session holds the read end of a
+    pipe whose only write end this process keeps: when this process dies, the kernel closes the
+    write end, the watcher reads end-of-file and removes the folder.
+    """
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    read_end, write_end = os.pipe()
+    try:
+        watcher = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WATCHER, str(read_end), path],
+            pass_fds=(read_end,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # outside the kernel's process group, which nbval kills
+        )
+    finally:
+        os.close(read_end)
+    _WATCHERS.append((watcher, write_end))
+    return path
+
+
+@dataclass(frozen=True)
+class NotebookSetup:
+    """What :func:`setup` returns: the resolved profile, folders and parallelism of a notebook.
+
+    ``FIGURES`` is ``../figures`` unless ``$AOI_FL_FIGURES`` names another folder.
+
+    ``RESULTS`` is the result cache: ``../results`` (committed) in the ``cpu`` and ``paper``
+    profiles; in ``smoke`` a throw-away folder, made on first use only (theory notebooks never
+    touch it). ``WORKERS`` worker processes of ``THREADS`` threads each train the runs: two
+    single-threaded workers train small models faster than one two-threaded process on a 2-core
+    machine; smoke runs use one worker and leave the thread setting alone.
+    """
+
+    profile: str
+    FIGURES: str = field(default_factory=lambda: os.environ.get(FIGURES_VAR) or "../figures")
+    DATA: str = "../data"
+
+    @property
+    def WORKERS(self) -> int:
+        return 1 if self.profile == "smoke" else 2
+
+    @property
+    def THREADS(self) -> int | None:
+        return None if self.profile == "smoke" else 1
+
+    @cached_property
+    def RESULTS(self) -> str:
+        # smoke runs are for the tests: their results never go to results/
+        return throwaway_folder() if self.profile == "smoke" else "../results"
+
+
+def setup(profile: str, details: str = "", *, display_width: int | None = None) -> NotebookSetup:
+    """Apply the plotting style, print ``profile: <profile>[; details]`` and return the setup.
+
+    ``profile`` must already be resolved (``profile = resolve_profile(profile)``): the notebook
+    keeps using its own ``profile`` variable, and an unresolved one would let a ``cpu`` notebook
+    under ``AOI_FL_PROFILE=smoke`` write figures. ``display_width`` sets pandas' line width.
+    """
+    resolved = resolve_profile(profile)
+    if resolved != profile:
+        raise ValueError(
+            f"profile must be the resolved profile, got {profile!r} while ${ENV_VAR} selects "
+            f"{resolved!r}; call profile = resolve_profile(profile) first"
+        )
+    plotting.apply_style()
+    if display_width is not None:
+        pd.set_option("display.width", display_width)
+    print(f"profile: {profile}" + (f"; {details}" if details else ""))
+    return NotebookSetup(profile)

@@ -1,0 +1,472 @@
+"""Training runs from configurations, cached on disk (:func:`run_experiment`).
+
+A configuration is a JSON-serialisable dict with the sections ``dataset``, ``partition``,
+``model``, ``sampler`` and ``training`` (see :func:`resolve_config`). Its resolved form (defaults
+filled in) is the key of the result cache (:mod:`aoi_fl.pipeline.cache`): the same configuration is
+never trained twice, an interrupted run resumes from its latest checkpoint, and a corrupt entry is
+recomputed.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import multiprocessing as mp
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+# imported for what they register (samplers, algorithms, styles): every paper's modules
+import aoi_fl.agnostic.algorithms
+import aoi_fl.agnostic.experiments
+import aoi_fl.agnostic.samplers
+import aoi_fl.aoi.samplers
+import aoi_fl.fedsum.algorithms
+import aoi_fl.fedsum.baselines
+import aoi_fl.fedsum.experiments
+import aoi_fl.fedsum.patterns
+import aoi_fl.kvib.samplers  # noqa: F401
+from aoi_fl.core import registry
+from aoi_fl.core.algorithms import Algorithm
+from aoi_fl.core.models import MODELS, build_model
+from aoi_fl.core.train import (
+    LR_SCHEDULES,
+    FederatedData,
+    FederatedTrainer,
+    TrainSettings,
+    rounds_to_target,
+)
+from aoi_fl.core.validation import require_choice, require_int
+from aoi_fl.data import synthetic
+from aoi_fl.data.datasets import DatasetBundle, load_dataset, synthetic_cifar
+from aoi_fl.data.partition import (
+    dirichlet_class_mix,
+    dirichlet_client_prior,
+    dirichlet_label_skew,
+    iid_equal,
+    iid_sizes,
+    lognormal_sizes,
+    zipf_sizes,
+)
+from aoi_fl.kvib.experiments import KVIB_RECORDER
+from aoi_fl.pipeline.cache import (
+    CheckpointStore,
+    ResultStore,
+    arrays_bytes,
+    atomic_write_bytes,
+    canonical_json,
+    config_key,
+)
+
+
+def _iid(bundle: DatasetBundle, n_clients: int, seed: int) -> list[np.ndarray]:
+    return iid_equal(len(bundle.train), n_clients, seed)
+
+
+def _dirichlet(
+    bundle: DatasetBundle, n_clients: int, seed: int, alpha: float, min_size: int = 10
+) -> list[np.ndarray]:
+    labels = bundle.train.y.numpy()
+    return dirichlet_label_skew(labels, n_clients, alpha, seed, min_size=min_size)
+
+
+def _dirichlet_prior(
+    bundle: DatasetBundle, n_clients: int, seed: int, alpha: float, min_size: int = 1
+) -> list[np.ndarray]:
+    labels = bundle.train.y.numpy()
+    return dirichlet_client_prior(labels, n_clients, alpha, seed, bundle.num_classes, min_size)
+
+
+def _zipf(
+    bundle: DatasetBundle, n_clients: int, seed: int, a: float, min_size: int = 1
+) -> list[np.ndarray]:
+    """IID samples with Zipf(a) client sizes that use the whole training set."""
+    total = len(bundle.train)
+    sizes = zipf_sizes(n_clients, a, seed, total=total, min_size=min_size)
+    return iid_sizes(total, sizes, seed)
+
+
+def _lognormal_dirichlet(
+    bundle: DatasetBundle,
+    n_clients: int,
+    seed: int,
+    sigma: float,
+    alpha: float,
+    total: int | None = None,
+    min_size: int = 1,
+) -> list[np.ndarray]:
+    """Lognormal(sigma) client sizes summing to ``total`` (default: the whole training set),
+    each client's classes from its own Dirichlet(alpha) prior (algorithm (B))."""
+    total = len(bundle.train) if total is None else total
+    sizes = lognormal_sizes(n_clients, sigma, seed, total=total, min_size=min_size)
+    return dirichlet_class_mix(bundle.train.y.numpy(), sizes, alpha, seed)
+
+
+def _natural(bundle: DatasetBundle, n_clients: int) -> list[np.ndarray]:
+    """The clients a natively federated dataset was generated with."""
+    if bundle.partition is None:
+        raise ValueError(
+            f"partition 'natural' needs a dataset generated client by client; {bundle.name!r} "
+            "has no natural partition (use e.g. 'iid' or 'dirichlet')"
+        )
+    if len(bundle.partition) != n_clients:
+        raise ValueError(
+            f"n_clients={n_clients} but dataset {bundle.name!r} has {len(bundle.partition)} clients"
+        )
+    return list(bundle.partition)
+
+
+#: partition name -> function(bundle, n_clients, [seed], **options) -> list of index arrays
+PARTITIONS: dict[str, Callable[..., list[np.ndarray]]] = {
+    "iid": _iid,
+    "dirichlet": _dirichlet,
+    "dirichlet_prior": _dirichlet_prior,
+    "zipf": _zipf,
+    "natural": _natural,
+    "lognormal_dirichlet": _lognormal_dirichlet,
+}
+
+#: dataset name -> function(root, **options) -> DatasetBundle
+DATASETS: dict[str, Callable[..., DatasetBundle]] = {
+    "mnist": lambda root, **kw: load_dataset("mnist", root, **kw),
+    "fashion_mnist": lambda root, **kw: load_dataset("fashion_mnist", root, **kw),
+    "cifar10": lambda root, **kw: load_dataset("cifar10", root, **kw),
+    "cifar100": lambda root, **kw: load_dataset("cifar100", root, **kw),
+    "synthetic_cifar": lambda root, **kw: synthetic_cifar(**kw),
+    "linear_regression": lambda root, **kw: synthetic.linear_regression(**kw),
+    "fedprox_synthetic": lambda root, **kw: synthetic.fedprox_synthetic(**kw),
+}
+
+_SECTIONS = ("dataset", "partition", "model", "sampler", "training")
+#: defaults of the "training" section (the AoI paper's MNIST setting, 100 rounds)
+TRAINING_DEFAULTS: dict[str, Any] = {
+    "rounds": 100,
+    "local_epochs": 5,
+    "batch_size": 50,
+    "seed": 0,
+    "eval_every": 1,
+    "loss": "cross_entropy",
+    "engine": "auto",
+    "client_chunk": None,
+    "client_loss_samples": 0,
+    "local_steps": None,
+    "lr": {"name": "exponential", "lr0": 0.1, "decay": 0.998},
+    "algorithm": {"name": "fedavg"},
+}
+#: training options added after results were first cached: a resolved configuration (hence
+#: its cache key) holds them only when they differ from these defaults, so that adding one
+#: never invalidates a cached result
+OPTIONAL_TRAINING: dict[str, Any] = {
+    "full_information": False,
+    "record_clients": True,
+    "screen_samples": 0,
+    "screen_target": 0.0,
+    "screen_margin": 0.015,
+    # False: the final model is not part of the cached result (which stays small enough to
+    # commit) but goes to ``<cache>/weights/<key>.npz``, a folder that is not committed
+    "keep_params": True,
+}
+#: training options that configure the run's bookkeeping, not :class:`TrainSettings`
+_NOT_SETTINGS = ("lr", "algorithm", "keep_params")
+
+
+def _named(section: str, spec: Any, registry: Mapping[str, Callable[..., Any]]) -> Any:
+    if not isinstance(spec, Mapping) or "name" not in spec:
+        raise ValueError(f"{section} must be a dict with a 'name', got {spec!r}")
+    name = require_choice(section, spec["name"], registry)
+    return registry[name](**{k: v for k, v in spec.items() if k != "name"})
+
+
+def _training_parts(
+    t: Mapping[str, Any],
+) -> tuple[TrainSettings, Callable[[int], float], Algorithm]:
+    settings = TrainSettings(**{k: v for k, v in t.items() if k not in _NOT_SETTINGS})
+    return (
+        settings,
+        _named("training lr", t["lr"], LR_SCHEDULES),
+        _named("training algorithm", t["algorithm"], ALGORITHMS),
+    )
+
+
+#: sampler name -> function(n, sizes, **options) -> Sampler (``sizes``: the clients' data sizes)
+#: and algorithm name -> constructor(**options): the registries of :mod:`aoi_fl.core.registry`,
+#: complete once the modules imported above have registered what they define
+SAMPLERS = registry.SAMPLERS
+ALGORITHMS = registry.ALGORITHMS
+
+
+def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with the training defaults filled in, checked (the cache key's input).
+
+    Sections, each a dict with a ``name`` and options: ``dataset`` (:data:`DATASETS`),
+    ``partition`` (:data:`PARTITIONS`; "n_clients", "seed", options), ``model``
+    (:data:`models.MODELS`; "seed", options), ``sampler`` (:data:`SAMPLERS`; "seed", options)
+    and ``training`` (:data:`TRAINING_DEFAULTS`, optional; its ``lr`` and ``algorithm`` are
+    {"name", options} dicts naming entries of :data:`train.LR_SCHEDULES` and
+    :data:`ALGORITHMS`).
+    """
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a dict, got {type(config).__name__}")
+    unknown = set(config) - set(_SECTIONS)
+    missing = set(_SECTIONS) - set(config) - {"training"}
+    if unknown or missing:
+        raise ValueError(
+            f"config sections must be {list(_SECTIONS)} (training optional); "
+            f"unknown: {sorted(unknown)}, missing: {sorted(missing)}"
+        )
+    training = dict(config.get("training", {}))
+    if extra := set(training) - set(TRAINING_DEFAULTS) - set(OPTIONAL_TRAINING):
+        raise ValueError(
+            f"unknown training options {sorted(extra)}; valid: "
+            f"{list(TRAINING_DEFAULTS) + list(OPTIONAL_TRAINING)}"
+        )
+    for key, default in OPTIONAL_TRAINING.items():
+        if key in training and type(training[key]) is type(default) and training[key] == default:
+            del training[key]
+    resolved = {s: copy.deepcopy(dict(config[s])) for s in _SECTIONS if s != "training"}
+    resolved["training"] = {**copy.deepcopy(TRAINING_DEFAULTS), **copy.deepcopy(training)}
+    for section, names in (
+        ("dataset", DATASETS),
+        ("partition", PARTITIONS),
+        ("model", MODELS),
+        ("sampler", SAMPLERS),
+    ):
+        require_choice(f"{section} name", resolved[section].get("name"), names)
+    _training_parts(resolved["training"])
+    config_key(resolved)  # fails here, not after training, if something is not JSON
+    return resolved
+
+
+@functools.lru_cache(maxsize=2)
+def load_bundle(dataset_json: str, data_root: str) -> DatasetBundle:
+    """The dataset a configuration's ``dataset`` section (canonical JSON) names.
+
+    Kept for the next runs of the same process (grids run many configurations on one dataset;
+    loading and normalising MNIST takes seconds). Its tensors are never modified.
+    """
+    spec = json.loads(dataset_json)
+    return DATASETS[spec.pop("name")](data_root, **spec)
+
+
+def _federated_data(c: Mapping[str, Any], data_root: str) -> FederatedData:
+    """The clients' data of a resolved configuration."""
+    bundle = load_bundle(canonical_json(c["dataset"]), str(data_root))
+    part = dict(c["partition"])
+    partition = PARTITIONS[part.pop("name")](bundle, **part)
+    return FederatedData(bundle.train, bundle.test, partition)
+
+
+@functools.lru_cache(maxsize=64)
+def _sizes(dataset_json: str, partition_json: str, data_root: str) -> np.ndarray:
+    c = {"dataset": json.loads(dataset_json), "partition": json.loads(partition_json)}
+    sizes = _federated_data(c, data_root).sizes
+    sizes.flags.writeable = False  # shared by every caller (cached)
+    return sizes
+
+
+def client_sizes(config: Mapping[str, Any], data_root: str = "data") -> np.ndarray:
+    """The clients' data sizes of a configuration's partition (read-only, cached per process).
+
+    Needs only the dataset and the partition: no model or sampler is built.
+    """
+    c = resolve_config(config)
+    return _sizes(canonical_json(c["dataset"]), canonical_json(c["partition"]), str(data_root))
+
+
+def build_trainer(config: Mapping[str, Any], data_root: str = "data") -> FederatedTrainer:
+    """The :class:`FederatedTrainer` a configuration describes (see :func:`resolve_config`)."""
+    c = resolve_config(config)
+    data = _federated_data(c, data_root)
+    partition = data.partition
+    model_spec = dict(c["model"])
+    model = build_model(model_spec.pop("name"), **model_spec)
+    sampler_spec = dict(c["sampler"])
+    sampler = SAMPLERS[sampler_spec.pop("name")](len(partition), data.sizes, **sampler_spec)
+    settings, lr_schedule, algorithm = _training_parts(c["training"])
+    return FederatedTrainer(
+        model,
+        data,
+        sampler,
+        settings,
+        lr_schedule=lr_schedule,
+        algorithm=algorithm,
+        recorder=KVIB_RECORDER if settings.full_information else None,
+    )
+
+
+@dataclass(frozen=True)
+class ExperimentResult:
+    """A finished run: its resolved config, records, final model (the reported one: the last
+    global model, or the averaged iterate of an algorithm that reports it) and sampler config."""
+
+    key: str
+    config: dict
+    history: dict
+    final_params: dict[str, np.ndarray]
+    sampler: dict
+    cached: bool
+
+    def rounds_to_target(self, target: float) -> int | None:
+        h = self.history
+        return rounds_to_target(h["test_accuracy"], target, rounds=h["eval_round"])
+
+
+def _cached(resolved: dict, hit: tuple[dict, dict[str, np.ndarray]]) -> ExperimentResult:
+    result, arrays = hit
+    key = config_key(resolved)
+    return ExperimentResult(key, resolved, result["history"], arrays, result["sampler"], True)
+
+
+def run_experiment(
+    config: Mapping[str, Any],
+    *,
+    cache_dir: str = "results",
+    rerun: bool = False,
+    progress: bool = True,
+    data_root: str = "data",
+    checkpoint_every: int = 5,
+    checkpoint_seconds: float = 30.0,
+) -> ExperimentResult:
+    """The cached result of ``config``, or compute it (resuming from its latest checkpoint).
+
+    A checkpoint is written after a round that is a multiple of ``checkpoint_every`` once
+    ``checkpoint_seconds`` have passed since the last one (or since the start): a run killed
+    mid-way loses at most about that much work, and cheap rounds (a few milliseconds for a
+    linear model) are not slowed down by writing their state every few rounds. A run started
+    again continues from the checkpoint and ends with exactly the numbers of an uninterrupted
+    run.
+    ``rerun=True`` ignores the cached result and any checkpoint and trains from scratch.
+    """
+    resolved = resolve_config(config)
+    checkpoint_every = require_int("checkpoint_every", checkpoint_every, minimum=1)
+    if not checkpoint_seconds >= 0:
+        raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
+    key = config_key(resolved)
+    results = ResultStore(cache_dir)
+    if not rerun and (hit := results.load(resolved)) is not None:
+        return _cached(resolved, hit)
+    checkpoints = CheckpointStore(cache_dir, resolved)
+    if rerun:
+        checkpoints.clear()
+    trainer = build_trainer(resolved, data_root)
+    if (checkpoint := checkpoints.load()) is not None:
+        _, tensors, state = checkpoint
+        try:
+            trainer.load_state_dict(tensors, state)
+        except (KeyError, TypeError, ValueError) as exc:
+            warnings.warn(f"ignoring unusable checkpoint (restarting the run): {exc}", stacklevel=2)
+            trainer = build_trainer(resolved, data_root)  # loading may have changed some parts
+
+    last_saved = time.monotonic()
+
+    def save_checkpoint(tr: FederatedTrainer) -> None:
+        nonlocal last_saved
+        due = time.monotonic() - last_saved >= checkpoint_seconds
+        if due and tr.round % checkpoint_every == 0 and tr.round < tr.settings.rounds:
+            checkpoints.save(tr.round, *tr.state_dict())
+            last_saved = time.monotonic()
+
+    history = trainer.run(progress=progress, on_round=save_checkpoint)
+    final = {k: v.numpy() for k, v in trainer.reported_params().items()}
+    sampler = trainer.sampler.config()
+    result = {"history": history, "sampler": sampler, "torch_version": torch.__version__}
+    if not resolved["training"].get("keep_params", True):
+        atomic_write_bytes(results.root / "weights" / f"{key}.npz", arrays_bytes(final))
+        final = {}  # as a later cache hit gives it
+    results.save(resolved, result, final)
+    checkpoints.clear()
+    return ExperimentResult(key, resolved, copy.deepcopy(history), final, sampler, False)
+
+
+def cached_results(
+    configs: Iterable[dict[str, Any]], *, cache_dir: str = "results"
+) -> tuple[list[ExperimentResult], int]:
+    """(the results of ``configs`` already in the cache, in order; how many are missing).
+
+    For looking at a grid while it is still being computed (over several sittings); nothing
+    is trained.
+    """
+    store = ResultStore(cache_dir)
+    found, missing = [], 0
+    for config in configs:
+        resolved = resolve_config(config)
+        if (hit := store.load(resolved)) is None:
+            missing += 1
+        else:
+            found.append(_cached(resolved, hit))
+    return found, missing
+
+
+def _run_one(args: tuple[dict, str, bool, str, int | None]) -> str:
+    config, cache_dir, rerun, data_root, threads = args
+    if threads is not None:
+        torch.set_num_threads(threads)
+    return run_experiment(
+        config, cache_dir=cache_dir, rerun=rerun, progress=False, data_root=data_root
+    ).key
+
+
+def run_grid(
+    configs: Iterable[dict[str, Any]],
+    *,
+    cache_dir: str = "results",
+    rerun: bool = False,
+    data_root: str = "data",
+    workers: int = 1,
+    threads: int | None = None,
+    progress: bool = True,
+    on_result: Callable[[int, ExperimentResult], None] | None = None,
+) -> list:
+    """Results of ``configs`` (in order): cached ones are read, missing ones computed.
+
+    With ``workers > 1`` the missing runs go to that many processes, each with ``threads``
+    torch threads (on a 2-core machine two single-threaded workers train small models faster
+    than one two-threaded process); with one worker they run in this process, whose thread
+    setting is left alone. Every run checkpoints, so an interrupted grid resumes.
+
+    ``on_result(i, result)`` is called once per configuration as soon as its result exists
+    (cached ones first, then computed ones in the order they finish), so a caller can keep
+    what a grid has finished even if the grid is interrupted later.
+    """
+    configs = [resolve_config(c) for c in configs]
+    workers = require_int("workers", workers, minimum=1)
+    store = ResultStore(cache_dir)
+    results: dict[int, ExperimentResult] = {}
+
+    def finish(i: int) -> None:
+        results[i] = run_experiment(configs[i], cache_dir=cache_dir, data_root=data_root)
+        if on_result is not None:
+            on_result(i, results[i])
+
+    todo = [i for i, c in enumerate(configs) if rerun or store.load(c) is None]
+    for i in sorted(set(range(len(configs))) - set(todo)):
+        finish(i)
+    own = threads if workers > 1 else None
+    jobs = {i: (configs[i], cache_dir, rerun, data_root, own) for i in todo}
+    if workers == 1:
+        for i in _progress(todo, progress and bool(todo), "runs"):
+            _run_one(jobs[i])
+            finish(i)
+    elif todo:
+        ctx = mp.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = {pool.submit(_run_one, job): i for i, job in jobs.items()}
+            for future in _progress(as_completed(futures), progress, "runs", len(futures)):
+                future.result()  # a failed run raises here
+                finish(futures[future])
+    return [results[i] for i in range(len(configs))]
+
+
+def _progress(items: Iterable, enabled: bool, unit: str, total: int | None = None) -> Iterable:
+    if not enabled:
+        return items
+    from tqdm import tqdm  # plain bars: tqdm.auto warns (with a machine path) without ipywidgets
+
+    return tqdm(items, unit=unit, total=total)

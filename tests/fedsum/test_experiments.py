@@ -1,0 +1,421 @@
+"""The FedSUM experiment plans (the paper's settings), the compact run summaries and the result
+tables used to check the paper's claims."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from aoi_fl.data.datasets import load_dataset, load_mnist, normalize_mnist
+from aoi_fl.fedsum import delays
+from aoi_fl.fedsum import experiments as fx
+from aoi_fl.fedsum import results as fr
+from aoi_fl.fedsum.patterns import UniformSubset
+from aoi_fl.pipeline import runs
+from aoi_fl.pipeline.cache import config_key
+
+# ---------------------------------------------------------------------------------------------
+# Plans
+
+
+def test_main_plan_has_the_papers_setting_and_one_trace_per_seed():
+    planned = fx.plan("main", "paper")
+    assert len(planned) == 8 * 3 * 3
+    for p in planned:
+        c = runs.resolve_config(p.config)
+        t = c["training"]
+        assert c["partition"] == {
+            "name": "dirichlet_prior",
+            "n_clients": 100,
+            "seed": p.seed,
+            "alpha": 0.1,
+        }
+        assert c["model"]["name"] == "small_cnn"
+        assert (t["local_steps"], t["batch_size"], t["rounds"]) == (10, 128, 2000)
+        assert t["lr"] == {"name": "inverse_sqrt", "lr0": 0.01, "period": 10.0}
+        assert t["algorithm"].get("server_lr") == 1.0
+    samplers = {(p.pattern, p.seed): [] for p in planned}
+    for p in planned:
+        samplers[(p.pattern, p.seed)].append(p.config["sampler"])
+    # every method of one (pattern, seed) sees the same participation trace
+    assert all(all(s == v[0] for s in v) for v in samplers.values())
+    specs = {p.algorithm: p.config["training"]["algorithm"] for p in planned}
+    assert specs["fedau"]["cutoff"] == 50 and specs["fedawe"]["clip"] == 0.5
+    assert specs["fedsum"]["local_steps"] == 10
+    assert specs["fedavg"] == {"name": "fedavg", "aggregation": "weighted_delta", "server_lr": 1.0}
+    p3 = next(p for p in planned if p.pattern == "P3").config["sampler"]
+    assert (p3["p"], p3["amplitude"], p3["offset"], p3["period"]) == (0.2, 0.3, 0.7, 10.0)
+
+
+def test_figure_plans_share_runs_and_use_their_step_sizes():
+    main = {config_key(runs.resolve_config(p.config)) for p in fx.plan("main", "cpu")}
+    cases = fx.plan("cases", "cpu")
+    shared = [p for p in cases if config_key(runs.resolve_config(p.config)) in main]
+    assert {(p.pattern, p.algorithm) for p in shared} == {("P1", "fedsum"), ("P2", "fedsum")}
+    assert {(p.pattern, p.algorithm) for p in cases} == {
+        *((c, "fedsum") for c in fx.CASES),
+        ("biased", "fedavg"),
+    }
+    grid = fx.plan("p_grid", "paper")
+    assert [p.config["sampler"]["p"] for p in grid[:5]] == [0.05, 0.1, 0.2, 0.5, 1.0]
+    assert grid[0].config["training"]["lr"] == {"name": "constant", "lr": 0.01}
+    family = fx.plan("family", "cpu")
+    assert {p.algorithm for p in family} == {"fedsum_b", "fedsum", "fedsum_cr"}
+    assert family[0].config["training"]["lr"] == {"name": "constant", "lr": 0.1}
+
+
+def test_cifar_plan_uses_the_papers_cifar_cnn_or_labelled_synthetic_data():
+    real = fx.plan("family", "paper", "cifar10")[0].config
+    assert real["dataset"] == {"name": "cifar10"}
+    assert real["model"]["name"] == "fedsum_cifar_cnn"
+    fake = fx.plan("family", "smoke", "cifar10", synthetic=True)[0].config
+    assert fake["dataset"]["name"] == "synthetic_cifar"
+    with pytest.raises(ValueError, match="synthetic=True is for CIFAR-10 only"):
+        fx.plan("main", "smoke", "mnist", synthetic=True)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: fx.plan("fig99", "cpu"), "unknown figure 'fig99'"),
+        (lambda: fx.plan("main", "gpu"), "unknown profile 'gpu'"),
+        (lambda: fx.pattern_spec("P4", "cpu"), "unknown pattern 'P4'"),
+        (lambda: fx.pattern_spec("bernoulli", "cpu"), "needs p"),
+        (lambda: fx.algorithm_spec("fedprox", "cpu"), "unknown algorithm 'fedprox'"),
+        (lambda: fx.plan("main", "cpu", "svhn"), "unknown dataset 'svhn'"),
+    ],
+)
+def test_bad_plan_arguments(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# ---------------------------------------------------------------------------------------------
+# Summaries
+
+
+def test_summarise_weights_client_losses_by_data_size():
+    history = {
+        "eval_round": [0, 2],
+        "client_losses": [[1.0, 3.0], [0.5, 1.0]],
+        "test_loss": [2.0, 1.0],
+        "test_accuracy": [0.1, 0.5],
+        "selected": [[0], [], [0, 1]],
+    }
+    s = fx.summarise(history, np.array([30, 10]), (2, 1))
+    assert np.allclose(s["train_loss"], [1.5, 0.625])  # (30 * 1 + 10 * 3) / 40, ...
+    assert np.allclose(s["objective"], [2.0, 0.75])  # the paper's (1/N) sum_i f_i
+    assert s["active"].tolist() == [1, 0, 2]
+    assert (s["tau_max"], s["tau_avg"]) == (2, 1.0)  # tau_t = 1, 2, 0 (client 1 first in t=2)
+    run = fx.RunSummary(
+        None,
+        **{
+            k: s[k]
+            for k in (
+                "eval_round",
+                "train_loss",
+                "objective",
+                "test_loss",
+                "test_accuracy",
+                "active",
+            )
+        },
+        tau_max=2,
+        tau_avg=1.0,
+        communication=(2, 1),
+    )
+    assert run.units().tolist() == [0, 3]  # one client-round x (2 + 1) vectors by round 2
+    with pytest.raises(ValueError, match="client_loss_samples > 0"):
+        fx.summarise({**history, "client_losses": []}, np.array([30, 10]), (1, 1))
+
+
+def test_run_planned_caches_small_summaries_and_reuses_them(tmp_path, monkeypatch):
+    torch.set_num_threads(1)
+    planned = [p for p in fx.plan("cases", "smoke") if p.pattern in ("P2", "biased")]
+    out = fx.run_planned(
+        planned, results_dir=str(tmp_path), work_dir=str(tmp_path / "full"), progress=False
+    )
+    assert [(s.planned.pattern, s.planned.algorithm) for s in out] == [
+        ("P2", "fedsum"),
+        ("biased", "fedsum"),
+        ("biased", "fedavg"),
+    ]
+    full = runs.run_experiment(planned[0].config, cache_dir=str(tmp_path / "full"))
+    assert full.cached  # the full history went to the work folder
+    s = out[0]
+    assert s.eval_round.tolist() == full.history["eval_round"]
+    assert s.test_accuracy.tolist() == full.history["test_accuracy"]
+    assert s.active.tolist() == [len(ids) for ids in full.history["selected"]]
+    assert s.tau_max == delays.trace_metrics(full.history["selected"], 10).tau_max
+    assert s.communication == (2, 1) and out[2].communication == (1, 1)
+    sizes = runs.build_trainer(planned[0].config).data.sizes
+    losses = np.asarray(full.history["client_losses"])
+    assert np.allclose(s.train_loss, losses @ sizes / sizes.sum())
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("cached summaries must not be recomputed")
+
+    monkeypatch.setattr(runs, "run_grid", no_training)
+    again = fx.run_planned(planned, results_dir=str(tmp_path), work_dir=str(tmp_path / "x"))
+    assert np.array_equal(again[1].train_loss, out[1].train_loss)
+    summary_files = [p for p in (tmp_path / "runs").rglob("*") if p.is_file()]
+    assert summary_files and all(p.stat().st_size < 20_000 for p in summary_files)
+
+
+def test_run_planned_keeps_the_summaries_of_runs_finished_before_a_failure(tmp_path, monkeypatch):
+    # a long grid interrupted mid-way must not lose the summaries of its finished runs
+    torch.set_num_threads(1)
+    planned = [p for p in fx.plan("cases", "smoke") if p.pattern in ("P2", "biased")][:2]
+    real_run = runs.run_experiment
+    second = runs.resolve_config(planned[1].config)
+
+    def second_run_fails(config, **kwargs):
+        if config == second:
+            raise KeyboardInterrupt("interrupted")
+        return real_run(config, **kwargs)
+
+    monkeypatch.setattr(runs, "run_experiment", second_run_fails)
+    with pytest.raises(KeyboardInterrupt):
+        fx.run_planned(
+            planned, results_dir=str(tmp_path), work_dir=str(tmp_path / "full"), progress=False
+        )
+    monkeypatch.setattr(runs, "run_experiment", real_run)
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a stored summary must not be recomputed")
+
+    monkeypatch.setattr(runs, "run_grid", no_training)
+    (first,) = fx.run_planned(planned[:1], results_dir=str(tmp_path), work_dir=str(tmp_path / "x"))
+    assert first.planned == planned[0] and len(first.eval_round) > 0
+
+
+def test_mnist_subset_is_the_first_samples(tmp_path):
+    small = load_dataset("mnist", "data", n_train=50, n_test=7)
+    assert (len(small.train), len(small.test)) == (50, 7)
+    x, _ = load_mnist("data", train=True)
+    assert torch.equal(small.train.x, normalize_mnist(x[:50]))
+    assert torch.equal(small.test.y, load_mnist("data", train=False)[1][:7])
+    with pytest.raises(ValueError, match="n_train must be >= 1"):
+        load_dataset("mnist", "data", n_train=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Result tables
+
+
+def fake_run(pattern, algorithm, seed, acc, loss, active=None):
+    acc, loss = np.asarray(acc, dtype=float), np.asarray(loss, dtype=float)
+    rounds = np.arange(acc.size) * 2
+    planned = fx.Planned("main", "mnist", pattern, algorithm, seed, {})
+    active = np.full(rounds[-1], 4) if active is None else np.asarray(active)
+    return fx.RunSummary(planned, rounds, loss, loss, loss, acc, active, 5, 2.5, (1, 1))
+
+
+def test_final_table_first_reach_and_oscillation():
+    runs_ = [
+        fake_run("P1", "fedsum", 0, [0.1, 0.5, 0.8, 0.9], [2.0, 1.0, 0.5, 0.4]),
+        fake_run("P1", "fedsum", 1, [0.1, 0.4, 0.6, 0.7], [2.0, 1.2, 0.8, 0.6]),
+        fake_run("P1", "fedavg", 0, [0.1, 0.6, 0.5, 0.6], [2.0, 0.9, 0.9, 0.8]),
+    ]
+    assert fr.first_reach(runs_[0], 0.8) == (4.0, 32.0)  # 4 rounds x 4 clients x (1 + 1)
+    assert all(np.isnan(fr.first_reach(runs_[2], 0.8)))
+    assert fr.first_reach(runs_[0], 0.5, "train_loss") == (4.0, 32.0)  # losses: <= threshold
+    assert np.isnan(fr.oscillation(runs_[0]))  # second half: one difference, no spread
+    wobbly = fake_run("P1", "fedsum", 0, [0, 0, 0, 0.1, 0.3, 0.4], [1] * 6)
+    assert fr.oscillation(wobbly) == pytest.approx(0.05)  # std of the changes 0.2, 0.1
+    table = fr.final_table(runs_, last=2, threshold=0.8)
+    assert table.loc[("P1", "fedsum"), "test_accuracy"] == pytest.approx((0.85 + 0.65) / 2)
+    assert table.loc[("P1", "fedsum"), "test_accuracy min"] == pytest.approx(0.65)
+    assert table.loc[("P1", "fedsum"), "reached"] == "1/2"
+    assert table.loc[("P1", "fedsum"), "rounds to threshold"] == 4.0
+    assert np.isnan(table.loc[("P1", "fedavg"), "rounds to threshold"])
+    h2h = fr.head_to_head(table, "train_loss", ["fedsum"], ["fedavg"])
+    assert h2h.loc[("P1", "fedsum"), "margin"] == pytest.approx(0.85 - 0.575)
+    assert bool(h2h.loc[("P1", "fedsum"), "beats all"])
+    h2h = fr.head_to_head(table, "test_accuracy", ["fedavg"], ["fedsum"])
+    assert h2h.loc[("P1", "fedavg"), "margin"] == pytest.approx(0.55 - 0.75)
+    with pytest.raises(ValueError, match="unknown metric"):
+        fr.head_to_head(table, "speed", ["fedsum"], ["fedavg"])
+
+
+def test_metrics_at_a_communication_budget():
+    cheap = fake_run("P1", "fedsum_cr", 0, [0.1, 0.5, 0.9], [2, 1, 0.5], active=[4] * 4)
+    dear = fake_run("P1", "fedsum", 0, [0.1, 0.6, 0.95], [2, 1, 0.4], active=[8] * 4)
+    # evaluations every 2 rounds; 4 or 8 active clients a round, 1 + 1 vectors each
+    assert cheap.units().tolist() == [0, 16, 32] and dear.units().tolist() == [0, 32, 64]
+    assert fr.at_budget(cheap, "test_accuracy", 32) == 0.9
+    assert fr.at_budget(dear, "test_accuracy", 32) == 0.6
+    assert np.isnan(fr.at_budget(dear, "test_accuracy", 20))  # only the initial model
+    table = fr.budget_table([cheap, dear], "test_accuracy", 32)
+    assert table.loc["P1"].to_dict() == {"budget": 32, "fedsum_cr": 0.9, "fedsum": 0.6}
+    # default: the largest budget every run of the pattern spent (the cheap run's 32)
+    assert fr.budget_table([cheap, dear], "test_accuracy").equals(table)
+
+
+def test_delay_table_over_seeds():
+    table = delays.delay_table({"uniform": lambda s: UniformSubset(10, 5, s)}, 50, [0, 1, 2])
+    assert isinstance(table, pd.DataFrame)
+    row = table.loc["uniform"]
+    assert row["mean |S_t|"] == 5.0
+    assert row["tau_max min"] <= row["tau_max"] <= row["tau_max max"]
+    assert 0 < row["tau_avg"] <= row["tau_max"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The long-horizon panel (issue 13)
+
+
+def test_long_panel_cpu_plan_is_the_papers_setting_at_2000_rounds_with_a_logistic_model():
+    planned = fx.plan("long", "cpu")
+    assert len(planned) == 9 * 3 * 2 == 54
+    assert {p.algorithm for p in planned} == set(fx.LONG_ALGORITHMS) and len(
+        fx.LONG_ALGORITHMS
+    ) == 9
+    assert {p.pattern for p in planned} == set(fx.MAIN_PATTERNS)
+    assert {p.seed for p in planned} == {0, 1}
+    main = {(p.pattern, p.algorithm, p.seed): p.config for p in fx.plan("main", "paper")}
+    for p in planned:
+        c = runs.resolve_config(p.config)
+        t = c["training"]
+        assert c["model"] == {
+            "name": "logistic_regression",
+            "in_features": 784,
+            "num_classes": 10,
+            "seed": p.seed,
+        }
+        assert c["partition"]["n_clients"] == 100 and c["partition"]["alpha"] == 0.1
+        assert (t["local_steps"], t["batch_size"], t["rounds"]) == (10, 128, 2000)
+        assert t["lr"] == {"name": "inverse_sqrt", "lr0": 0.01, "period": 10.0}
+        assert (t["eval_every"], t["engine"]) == (20, "linear")
+        assert t["client_loss_samples"] >= 60000  # every client's full loss
+        same = main.get((p.pattern, p.algorithm, 0))
+        if same is not None:  # the paper's sampler and method settings, unchanged
+            assert p.config["sampler"] == {**same["sampler"], "seed": p.seed}
+            assert p.config["training"]["algorithm"] == same["training"]["algorithm"]
+    assert len({config_key(runs.resolve_config(p.config)) for p in planned}) == 54
+
+
+def test_long_panel_paper_profile_uses_the_cnn_at_the_same_horizon():
+    planned = fx.plan("long", "paper")
+    assert len(planned) == 9 * 3 * 3
+    for p in planned:
+        c = runs.resolve_config(p.config)
+        assert c["model"]["name"] == "small_cnn"
+        assert c["training"]["rounds"] == 2000 and c["training"]["engine"] == "auto"
+    with pytest.raises(ValueError, match="MNIST only"):
+        fx.plan("long", "paper", "cifar10")
+
+
+def test_long_panel_paired_seeds_share_partition_model_and_trace():
+    planned = fx.plan("long", "cpu") + fx.plan("long_cases", "cpu")
+    by_seed = {}
+    for p in planned:
+        c = runs.resolve_config(p.config)
+        by_seed.setdefault(p.seed, []).append((p, c))
+    for items in by_seed.values():
+        assert len({config_key(c["partition"]) for _, c in items}) == 1
+        assert len({config_key(c["model"]) for _, c in items}) == 1
+        traces = {}
+        for p, c in items:
+            traces.setdefault(p.pattern, set()).add(config_key(c["sampler"]))
+        assert all(len(v) == 1 for v in traces.values())
+    assert by_seed[0][0][1]["partition"] != by_seed[1][0][1]["partition"]
+    cases = fx.plan("long_cases", "cpu")
+    assert {(p.pattern, p.algorithm) for p in cases} == {
+        ("cyclic", "fedsum"),
+        ("reshuffled", "fedsum"),
+        ("biased", "fedsum"),
+        ("biased", "fedavg"),
+    }
+    grid = fx.plan("long_p_grid", "cpu")
+    assert grid[0].config["training"]["lr"] == {"name": "constant", "lr": 0.01}
+    assert all(p.config["training"]["rounds"] == 2000 for p in grid)
+
+
+def test_long_panel_smoke_plan_is_small():
+    planned = fx.plan("long", "smoke")
+    c = runs.resolve_config(planned[0].config)
+    assert c["partition"]["n_clients"] == 10 and c["training"]["rounds"] <= 10
+    assert c["dataset"]["n_train"] <= 2000
+    assert {p.seed for p in planned} == {0, 1}
+
+
+def _claim_runs(fedsum_acc, fedsum_cr_acc, *, seeds=(0, 1), biased_acc=None, cases_acc=None):
+    """Fake long-panel runs: per seed, every method with final accuracy ``acc`` and training
+    loss 1 - acc under P1; FedSUM's seed-dependent accuracies from the arguments."""
+    out = []
+    for i, seed in enumerate(seeds):
+        accs = {a: 0.8 for a in fx.LONG_ALGORITHMS}
+        accs["fedsum"], accs["fedsum_cr"] = fedsum_acc[i], fedsum_cr_acc[i]
+        for a, acc in accs.items():
+            out.append(fake_run("P1", a, seed, [0.1, acc], [2.0, 1 - acc], active=[4] * 2))
+        for case, acc in (cases_acc or {}).items():
+            out.append(fake_run(case, "fedsum", seed, [0.1, acc[i]], [2.0, 1 - acc[i]], [4] * 2))
+        if biased_acc is not None:
+            for a, acc in (("fedsum", biased_acc[i]), ("fedavg", 0.5)):
+                out.append(fake_run("biased", a, seed, [0.1, acc], [2.0, 1 - acc], [4] * 2))
+    return out
+
+
+def test_claims_table_verdict_branches():
+    # (i): FedSUM and FedSUM-CR beat the best baseline (0.8) in both seeds -> held
+    held = fr.long_claims(_claim_runs([0.9, 0.85], [0.9, 0.85]))
+    assert held.loc["(i)", "verdict"] == "held"
+    assert "+0.0750" in held.loc["(i)", "numbers"]  # the paired margin's mean
+    # below the best baseline in both seeds -> not held
+    worse = fr.long_claims(_claim_runs([0.7, 0.75], [0.9, 0.85]))
+    assert worse.loc["(i)", "verdict"] == "not held"
+    # the seeds disagree -> inconclusive
+    mixed = fr.long_claims(_claim_runs([0.9, 0.7], [0.9, 0.7]))
+    assert mixed.loc["(i)", "verdict"] == "inconclusive"
+    # (ii): FedSUM-CR beats every other method at the common budget only where it leads
+    assert held.loc["(ii)", "verdict"] == "not held"  # ties with FedSUM: a margin of 0 is no win
+    assert fr.long_claims(_claim_runs([0.85, 0.85], [0.9, 0.9])).loc["(ii)", "verdict"] == "held"
+    # (v): FedSUM-CR above FedSUM, FedSUM-B 0.8 below FedSUM by more than 1 point
+    v = fr.long_claims(_claim_runs([0.9, 0.9], [0.95, 0.95])).loc["(v)"]
+    assert v["verdict"] == "not held" and v["parts held"] == "1/2"
+    # (iii), (iv), (viii) need runs the main panel lacks
+    for claim in ("(iv)", "(viii)"):
+        assert held.loc[claim, "verdict"] == "inconclusive"
+        assert held.loc[claim, "numbers"] == "no runs for it in this panel"
+    assert held.loc["(iii)", "verdict"] == "inconclusive"  # only Case 1 (P1) present
+    assert "missing" in held.loc["(iii)", "numbers"]
+    cases = {"P2": [0.88, 0.84], "cyclic": [0.9, 0.86], "reshuffled": [0.87, 0.83]}
+    full = fr.long_claims(
+        _claim_runs([0.9, 0.85], [0.9, 0.85], cases_acc=cases, biased_acc=[0.9, 0.9])
+    )
+    assert full.loc["(iii)", "verdict"] == "held"
+    assert full.loc["(viii)", "verdict"] == "held"
+    spread = {**cases, "cyclic": [0.99, 0.99]}
+    bad = fr.long_claims(
+        _claim_runs([0.9, 0.85], [0.9, 0.85], cases_acc=spread, biased_acc=[0.1, 0.1])
+    )
+    assert bad.loc["(iii)", "verdict"] == "not held"
+    assert bad.loc["(viii)", "verdict"] == "not held"
+    assert set(full["verdict"]) <= set(fr.VERDICTS)
+    assert list(full.index) == ["(i)", "(ii)", "(iii)", "(iv)", "(v)", "(viii)"]
+
+
+def test_claims_table_p_grid_and_helpers():
+    grid = []
+    for seed in (0, 1):
+        for p, acc in ((0.05, 0.5), (0.1, 0.6), (0.2, 0.7), (0.5, 0.8)):
+            grid.append(fake_run(f"p={p:g}", "fedsum", seed, [0.1, acc], [2.0, 1 - acc]))
+    assert fr.long_claims(grid).loc["(iv)", "verdict"] == "held"
+    # the same accuracies in reverse order of p: a smaller p does better
+    reverse = [
+        fake_run(f"p={p:g}", "fedsum", seed, [0.1, acc], [2.0, 1 - acc])
+        for seed in (0, 1)
+        for p, acc in ((0.05, 0.8), (0.1, 0.7), (0.2, 0.6), (0.5, 0.5))
+    ]
+    assert fr.long_claims(reverse).loc["(iv)", "verdict"] == "not held"
+    assert fr.seed_verdict([True, True]) == "held"
+    assert fr.seed_verdict([False, False]) == "not held"
+    assert fr.seed_verdict([True, False]) == "inconclusive"
+    assert fr.seed_verdict([]) == "inconclusive"
+    assert fr.combine_verdicts(["held", "inconclusive"]) == "inconclusive"
+    assert fr.combine_verdicts(["held", "not held", "inconclusive"]) == "not held"
+    a = [fake_run("P1", "fedsum", s, [0, 0.9], [1, 1]) for s in (0, 1)]
+    b = [fake_run("P1", "fedavg", s, [0, 0.8], [1, 1]) for s in (1, 2)]
+    with pytest.raises(ValueError, match="same seeds"):
+        fr.paired_margins(a, b, lambda r: r.test_accuracy[-1])

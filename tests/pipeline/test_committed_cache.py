@@ -1,0 +1,52 @@
+"""Every committed result is still found under its key (issue 14: results must not change).
+
+A cache entry is found again only if today's code derives the same key from the same
+configuration: the key is the hash of the resolved configuration, so a changed default, a
+renamed option or a different resolution would silently orphan a committed result (and
+`make figures` would retrain it). The sampler streams behind those keys are pinned separately
+(tests/test_sampler_contract.py).
+"""
+
+from pathlib import Path
+
+import pytest
+
+from aoi_fl.pipeline import cache, runs
+
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "runs"
+ENTRIES = sorted(RESULTS.glob("*/result.json"))
+RUN_SECTIONS = {"dataset", "partition", "model", "sampler", "training"}
+
+
+def _run_configs(config):
+    # training runs, and the runs a FedSUM summary was made from
+    if set(config) == RUN_SECTIONS:
+        yield config
+    elif "fedsum_summary" in config:
+        yield config["run"]
+
+
+def test_there_are_committed_results():
+    assert len(ENTRIES) > 400  # guards against a moved folder making the next test vacuous
+
+
+def test_every_committed_key_is_recomputed_from_its_configuration():
+    wrong, unresolved = [], []
+    for path in ENTRIES:
+        body = cache._unseal(path)  # also checks the entry's checksum
+        key = cache.config_key(body["config"])
+        if not key == body["key"] == path.parent.name:
+            wrong.append(path.parent.name)
+        for config in _run_configs(body["config"]):
+            resolved = runs.resolve_config(config)
+            if cache.canonical_json(resolved) != cache.canonical_json(config):
+                unresolved.append(path.parent.name)
+    assert not wrong, f"entries whose key no longer matches their configuration: {wrong[:5]}"
+    assert not unresolved, f"run configurations that resolve differently now: {unresolved[:5]}"
+
+
+@pytest.mark.parametrize("path", ENTRIES[:3], ids=lambda p: p.parent.name)
+def test_an_entry_loads_through_the_store(path):
+    body = cache._unseal(path)
+    hit = cache.ResultStore(RESULTS.parent).load(body["config"])
+    assert hit is not None and hit[0] == body["result"]
