@@ -42,9 +42,9 @@ import numpy as np
 import torch
 import torchvision
 
+from aoi_fl.core.seeding import generator
 from aoi_fl.core.validation import require_choice, require_int
 from aoi_fl.data.partition import Partition
-from aoi_fl.core.seeding import generator
 
 
 class DataError(RuntimeError):
@@ -753,4 +753,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     print(f"ok: {path}")
     return 0
-

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from aoi_fl.core.validation import require_int, require_real
 from aoi_fl.core.seeding import generator
+from aoi_fl.core.validation import require_int, require_real
 
 Partition = list[np.ndarray]
 
