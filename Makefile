@@ -4,6 +4,7 @@
 #   make figures NB=03      one notebook (prefix match)
 #   make figures RERUN=1    recompute cached training results instead of re-plotting them
 #   make test               lint, unit tests, and every notebook under nbval in the smoke profile
+#   make test-fast          the unit tests not marked slow (under a minute): for the edit-test loop
 #   make bench              performance benchmarks (ratios against references in the same run)
 #   make lab                JupyterLab on the project
 
@@ -15,7 +16,7 @@ NB      ?=
 RERUN   ?= 0
 export PYTHONHASHSEED := 0
 
-.PHONY: all venv data figures test lint unit nbtest bench lab clean
+.PHONY: all venv data figures test test-fast lint unit nbtest bench lab clean
 
 all: figures
 
@@ -46,6 +47,9 @@ nbtest: venv data
 	AOI_FL_PROFILE=smoke MPLBACKEND=agg $(PY) -m pytest -q --nbval-lax notebooks
 
 test: lint unit nbtest
+
+test-fast: venv data
+	$(PY) -m pytest -q -m "not slow" tests
 
 bench: venv data
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -1,11 +1,16 @@
 """The conda environment, the pip project and the profiles agree."""
 
+import importlib.metadata
 import re
+import sys
 import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from aoi_fl.core import seeding
 from aoi_fl.pipeline import profiles
@@ -40,18 +45,50 @@ def test_environment_yml_matches_pyproject():
     assert pins_from_environment_yml() == pins_from_pyproject()
 
 
-def test_torch_pins_are_the_local_ones():
+def test_installed_distributions_are_the_pinned_versions():
+    # catches a drift between the declared pins and what the tests actually run against (a
+    # pin edited without reinstalling, or a package upgraded in the venv): every pin of
+    # pyproject.toml (= environment.yml, above) must be the installed distribution's version
     pins = pins_from_pyproject()
-    assert pins["torch"] == "2.14.1" and pins["torchvision"] == "0.29.1"
+    assert {"torch", "torchvision", "numpy"} <= set(pins)
+    for name, pinned in pins.items():
+        installed = importlib.metadata.version(name)
+        # "==2.14.1" admits a local build "2.14.1+cpu" (PEP 440), nothing else
+        assert Requirement(f"{name}=={pinned}").specifier.contains(installed), (
+            f"{name}: pinned {pinned}, installed {installed}"
+        )
+        assert Version(installed).public == Version(pinned).public
+
+
+def test_installed_project_metadata_matches_pyproject():
+    # catches a stale install: pyproject.toml changed (a pin, the Python range) but the
+    # environment still holds the metadata of an older version of the project
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    meta = importlib.metadata.metadata(project["name"])
+    assert meta["Version"] == project["version"]
+    assert SpecifierSet(meta["Requires-Python"]) == SpecifierSet(project["requires-python"])
+    installed = sorted(
+        str(Requirement(r)) for r in importlib.metadata.requires(project["name"]) or []
+    )
+    assert installed == sorted(str(Requirement(d)) for d in project["dependencies"])
 
 
 def test_python_version_agrees():
+    # catches the conda file, pyproject.toml and the running interpreter disagreeing on Python
     text = (ROOT / "environment.yml").read_text()
-    assert "python=3.11" in text
-    assert (
-        ">=3.11,<3.12"
-        in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    (conda,) = re.findall(r"^\s*-\s+python=(\d+\.\d+)\s*$", text, flags=re.MULTILINE)
+    requires = SpecifierSet(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     )
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert conda == running, f"environment.yml has python={conda}, tests run on {running}"
+    assert requires.contains(f"{conda}.0") and requires.contains(
+        f"{running}.{sys.version_info.micro}"
+    )
+    # the range admits exactly that minor version (pins are only tested on one Python)
+    major, minor = map(int, conda.split("."))
+    assert not requires.contains(f"{major}.{minor + 1}.0")
+    assert not requires.contains(f"{major}.{minor - 1}.99")
 
 
 def test_profile_resolution(monkeypatch):

@@ -1,9 +1,13 @@
 """The notebook runner saves only what a rerun reproduces: merged streams, no progress bars."""
 
+import hashlib
 import importlib.util
 import io
+import json
+import sys
 from pathlib import Path
 
+import pytest
 from tqdm import tqdm
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "run_notebooks.py"
@@ -75,3 +79,108 @@ def test_numeric_code_paths_are_pinned_for_the_kernels_unless_set(monkeypatch):
     assert ("OPENBLAS_CORETYPE" in pinned) == has_avx2
     if has_avx2:
         assert pinned["OPENBLAS_CORETYPE"] == "Haswell"
+
+
+# ---------------------------------------------------------------------------------------------
+# The entry point: which notebooks run, with which parameters, and where their copies go
+
+
+def notebooks_snapshot():
+    """Every file under notebooks/ with its content digest and modification time."""
+    return {
+        str(p.relative_to(runner.NOTEBOOKS)): (
+            hashlib.sha256(p.read_bytes()).hexdigest(),
+            p.stat().st_mtime_ns,
+        )
+        for p in sorted(runner.NOTEBOOKS.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def kernel_env(monkeypatch):
+    """The environment the runner pins for its kernels is restored after the test."""
+    for name in ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE"):
+        monkeypatch.setenv(name, "")  # records the original value (or its absence) ...
+        monkeypatch.delenv(name)  # ... which monkeypatch restores at teardown
+
+
+@pytest.fixture
+def papermill_calls(monkeypatch, kernel_env):
+    """papermill.execute_notebook faked: records each call and writes the notebook unexecuted,
+    with the volatile metadata papermill would add."""
+    calls = []
+
+    def fake(input_path, output_path, **kwargs):
+        calls.append({"input": Path(input_path), "output": Path(output_path), **kwargs})
+        # where a smoke run writes: never into notebooks/ (checked here, while the file is new)
+        assert Path(output_path).parent != runner.NOTEBOOKS
+        nb = json.loads(Path(input_path).read_text())
+        nb["metadata"]["papermill"] = {"start_time": "2024-01-01T00:00:00"}
+        for cell in nb["cells"]:
+            cell.setdefault("metadata", {})["execution"] = {"iopub.status.busy": "now"}
+        Path(output_path).write_text(json.dumps(nb))
+
+    monkeypatch.setattr(runner.pm, "execute_notebook", fake)
+    return calls
+
+
+def test_only_with_a_prefix_matching_nothing_fails_naming_it(monkeypatch, capsys, kernel_env):
+    def never(*args, **kwargs):
+        raise AssertionError("no notebook should run")
+
+    monkeypatch.setattr(runner.pm, "execute_notebook", never)
+    monkeypatch.setattr(sys, "argv", ["run_notebooks.py", "--only", "99_missing"])
+    # bug: an empty selection reported as success (make figures would do nothing, silently)
+    assert runner.main() != 0
+    err = capsys.readouterr().err
+    assert "'99_missing'" in err and str(runner.NOTEBOOKS) in err
+
+
+def test_smoke_profile_runs_the_selection_in_a_scratch_folder(monkeypatch, capsys, papermill_calls):
+    stripped = []
+    real_strip = runner.strip_volatile
+
+    def strip(path):
+        real_strip(path)
+        stripped.append(json.loads(path.read_text()))
+
+    monkeypatch.setattr(runner, "strip_volatile", strip)
+    before = notebooks_snapshot()
+    monkeypatch.setattr(sys, "argv", ["run_notebooks.py", "--profile", "smoke", "--only", "0"])
+    assert runner.main() == 0
+    # bug: a smoke run overwrote the committed notebooks with its cheap outputs
+    assert notebooks_snapshot() == before
+    selected = sorted(p.name for p in runner.NOTEBOOKS.glob("0*.ipynb"))
+    assert selected[0] == "01_markov_chain.ipynb" and len(selected) == 9
+    # in order, each from notebooks/ into one temporary folder, under its own name
+    assert [c["input"] for c in papermill_calls] == [runner.NOTEBOOKS / n for n in selected]
+    assert [c["output"].name for c in papermill_calls] == selected
+    (scratch,) = {c["output"].parent for c in papermill_calls}
+    assert scratch.name.startswith("aoi-fl-smoke-") and runner.NOTEBOOKS not in scratch.parents
+    assert not scratch.exists()  # removed at the end
+    for c in papermill_calls:
+        assert c["cwd"] == str(runner.NOTEBOOKS) and c["kernel_name"] == "python3"
+    # the profile reaches every notebook; rerun only those that declare it
+    params = {c["input"].name: c["parameters"] for c in papermill_calls}
+    assert params["01_markov_chain.ipynb"] == {"profile": "smoke"}
+    assert params["09_agnostic_vs_weighted.ipynb"] == {"profile": "smoke", "rerun": False}
+    # each executed copy was stripped of papermill's run-dependent metadata
+    assert len(stripped) == 9
+    assert all("papermill" not in nb["metadata"] for nb in stripped)
+    assert all("execution" not in cell["metadata"] for nb in stripped for cell in nb["cells"])
+    out = capsys.readouterr().out
+    assert all(f"[smoke] {n} done in" in out for n in selected)
+
+
+def test_cpu_profile_writes_back_in_place(monkeypatch, kernel_env):
+    calls = []
+    monkeypatch.setattr(  # records only: nothing is written into notebooks/
+        runner.pm, "execute_notebook", lambda i, o, **kw: calls.append((i, o, kw["parameters"]))
+    )
+    monkeypatch.setattr(runner, "strip_volatile", lambda path: calls.append(("strip", path)))
+    monkeypatch.setattr(sys, "argv", ["run_notebooks.py", "--only", "05", "--rerun", "1"])
+    assert runner.main() == 0
+    nb = runner.NOTEBOOKS / "05_mnist_accuracy.ipynb"
+    # the committed notebook is the output (bug: cpu outputs lost in a scratch folder)
+    assert calls == [(str(nb), str(nb), {"profile": "cpu", "rerun": True}), ("strip", nb)]

@@ -14,6 +14,7 @@ import pandas as pd
 from aoi_fl.aoi import experiments
 from aoi_fl.aoi import results as summaries
 from aoi_fl.pipeline import plotting, runs
+from aoi_fl.pipeline.cache import config_key
 
 
 def describe(panel: str, profile: str) -> str:
@@ -154,7 +155,72 @@ def local_work_table(panels: dict[str, Sequence[Any]], profile: str, dataset: st
     return table
 
 
+def check_panel(
+    results: Sequence[Any],
+    panel: str,
+    profile: str,
+    dataset: str,
+    *,
+    paired: pd.DataFrame | None = None,
+    synthetic: bool = False,
+    complete: bool = True,
+) -> list[str]:
+    """Assert what notebooks 05-07 print of a panel; return the checks made (skipped ones are
+    printed, with the reason).
+
+    Always: every result is served as the configuration of one of the panel's runs (its stored
+    configuration is the resolved configuration of that key), ran all its rounds, and within a
+    seed the runs differ only in the sampler (same partition, model, mini-batch seeds: the
+    pairing); each verdict of ``paired`` (by default :func:`paired_answer` of Markov optimal
+    against the other policies) says "held" exactly when its t interval of R_fast -
+    R_slow lies below 0. With ``complete`` (not
+    only the cached runs) every planned run is present. Outside smoke, every run reaches the
+    dataset's target within its horizon (the horizons are chosen for that, issue 12).
+    """
+    configs = {}
+    for config in experiments.panel_grid(panel, profile, synthetic=synthetic):
+        resolved = runs.resolve_config(config)
+        configs[config_key(resolved)] = resolved
+    done = ["results are their configurations"]
+    for r in results:
+        assert r.key in configs, f"{panel}: result {r.key} is not one of the panel's runs"
+        assert r.config == configs[r.key], f"{panel}: result {r.key} has another configuration"
+        rounds = r.config["training"]["rounds"]
+        assert len(r.history["lr"]) == rounds, f"{panel}: run {r.key} stopped before {rounds}"
+    if complete:
+        assert sorted(r.key for r in results) == sorted(configs), f"{panel}: runs missing"
+        done.append(f"all {len(configs)} runs present")
+    seeds: dict[tuple, list[dict]] = {}
+    for r in results:
+        c = r.config
+        seeds.setdefault((c["partition"]["name"], c["training"]["seed"]), []).append(c)
+    for group in seeds.values():
+        shared = [{k: v for k, v in c.items() if k != "sampler"} for c in group]
+        assert all(s == shared[0] for s in shared), "runs of one seed differ beyond the sampler"
+        assert len({c["sampler"]["seed"] for c in group}) == 1, "sampler seeds differ in a seed"
+    done.append("pairing within seeds")
+    if paired is None and results:
+        others = sorted({r.config["sampler"]["name"] for r in results} - {"markov_optimal"})
+        paired = paired_answer(results, dataset, others)[1] if others else None
+    if paired is not None:
+        for index, row in paired.dropna(subset=["verdict"]).iterrows():
+            low, high, label = row["t 95% low"], row["t 95% high"], row["verdict"]
+            # "held" needs every value of the interval to be a speed-up; the others need not
+            agrees = (high < 0) == label.startswith("held")
+            assert agrees, f"{panel} {index}: verdict {label!r} against [{low}, {high}]"
+        done.append("verdicts agree with their intervals")
+    target = experiments.TARGETS[dataset]
+    if profile == "smoke":
+        print(f"skipped in smoke: every run reaches {target:.0%} (smoke runs last 2 rounds)")
+    else:
+        missed = [r.key for r in results if r.rounds_to_target(target) is None]
+        assert not missed, f"{panel}: runs that never reached {target:.0%}: {missed}"
+        done.append(f"every run reaches {target:.0%}")
+    return done
+
+
 __all__ = [
+    "check_panel",
     "describe",
     "local_work_table",
     "paired_answer",

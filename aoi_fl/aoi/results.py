@@ -146,10 +146,11 @@ def _all_reached(reached: str) -> bool:
 
 
 def final_accuracy_table(results: Iterable[Any], last: int = 5) -> pd.DataFrame:
-    """Mean test accuracy over the last ``last`` evaluations, mean and sd over seeds."""
+    """Mean test accuracy over the last ``last`` evaluations that every seed of a group made (a
+    screened run adds evaluations near the target at rounds of its own), mean and sd over seeds."""
     rows = []
     for (split, policy), runs in sorted(group_runs(results).items()):
-        _, acc = accuracy_curves(runs)
+        _, acc = accuracy_curves(runs, common=True)
         tail = acc[:, -last:].mean(axis=1)
         rows.append(
             {

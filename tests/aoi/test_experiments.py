@@ -62,6 +62,7 @@ def test_both_readings_of_local_work_give_the_documented_steps(local_work, size,
     assert ex.local_steps_per_round(local_work, size, 50) == steps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("unit", "count"), [("steps", 5), ("epochs", 2)])
 def test_trainer_takes_the_documented_number_of_steps(unit, count):
     """The trainer's schedule of a client has as many mini-batches as the reading says."""
@@ -75,6 +76,7 @@ def test_trainer_takes_the_documented_number_of_steps(unit, count):
         )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["main_mnist", "power", "fashion"])
 def test_a_seed_pairs_every_policy_on_the_same_partition_init_and_batches(name):
     """Within a seed only the selection differs between policies (the paired design)."""
@@ -189,6 +191,7 @@ def test_rounds_to_target_table_and_speedup():
     assert acc.shape == (2, 4)
 
 
+@pytest.mark.slow
 def test_smoke_run_on_real_mnist_learns(tmp_path):
     # two rounds, 3 of 20 clients x 2 steps of batch 50 on the first 2,000 real MNIST images:
     # above chance (0.1)

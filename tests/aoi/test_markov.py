@@ -27,6 +27,7 @@ def generic_stationary(P: np.ndarray) -> np.ndarray:
     return np.linalg.lstsq(A, b, rcond=None)[0]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(chains)
 def test_stationary_distribution_solves_balance_equations(p):
@@ -38,6 +39,7 @@ def test_stationary_distribution_solves_balance_equations(p):
     np.testing.assert_allclose(pi, generic_stationary(P), atol=1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(chains)
 def test_interval_law_renewal_identity_and_normalisation(p):
@@ -148,6 +150,7 @@ def brute_force_min_variance(n, m, m_prime, grid):
     return best
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("n", "m", "m_prime"),
     [(100, 15, 2), (100, 30, 2), (100, 40, 3), (100, 15, 3), (10, 4, 3), (100, 50, 2)],
@@ -161,6 +164,7 @@ def test_theorem1_against_brute_force_grid(n, m, m_prime):
     assert brute <= theory + 0.05 * max(1.0, theory)  # and the grid gets close to it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("n", "m", "m_prime"), [(100, 15, 10), (100, 15, 3), (100, 30, 4), (97, 13, 5), (100, 20, 6)]
 )

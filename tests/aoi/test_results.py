@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aoi_fl.aoi.results import paired_differences, paired_table
+from aoi_fl.aoi.results import final_accuracy_table, paired_differences, paired_table
 from aoi_fl.pipeline.paired import minimum_detectable_effect, paired_interval, verdict
 
 
@@ -79,3 +79,65 @@ def test_paired_table_uses_the_paired_statistics_and_the_papers_claim():
     assert (row["n"], row["reached"]) == (2, "1/2") and pd.isna(row["verdict"])
     assert np.isnan(row["t 95% low"]) and np.isnan(row["paper random"])
     assert paired_table(results, 0.97)["verdict"].isna().all()
+
+
+def curve_run(split, policy, seed, accuracy, rounds=None):
+    """A FakeRun with an accuracy curve (evaluated at rounds 0, 1, ... unless ``rounds``)."""
+    run = FakeRun(split, policy, seed, None)
+    rounds = range(len(accuracy)) if rounds is None else rounds
+    run.history = {"eval_round": list(rounds), "test_accuracy": list(accuracy)}
+    return run
+
+
+def test_final_accuracy_table_averages_each_seeds_tail_then_over_seeds():
+    """Hand-computed: per seed the mean of the last ``last`` accuracies, then the mean and the
+    sample sd (n - 1) of those over the seeds. Catches a tail taken from the start of the curve
+    or of the wrong length, a ``last`` longer than the curve not meaning "all of it", an sd
+    over all (seed, round) values or with divisor n, seeds or groups mixed up, and a group of
+    one seed given an sd of 0 instead of NaN."""
+    results = [
+        curve_run("iid", "random", 1, [0.10, 0.50, 0.60, 0.80]),  # out of seed order
+        curve_run("iid", "random", 0, [0.20, 0.40, 0.80, 1.00]),
+        curve_run("iid", "markov_optimal", 0, [0.30, 0.60, 0.90, 0.90]),
+        curve_run("iid", "markov_optimal", 1, [0.30, 0.50, 0.70, 0.80]),
+        curve_run("iid", "markov_optimal", 2, [0.20, 0.50, 0.60, 0.60]),
+        curve_run("noniid", "random", 0, [0.10, 0.20, 0.30, 0.50]),
+    ]
+    table = final_accuracy_table(results, last=2)
+    assert list(table.index) == [
+        ("iid", "markov_optimal"),
+        ("iid", "random"),
+        ("noniid", "random"),
+    ]
+    assert list(table.columns) == ["final accuracy", "sd over seeds"]
+    # iid/random: tails (0.8 + 1.0)/2 = 0.9 and (0.6 + 0.8)/2 = 0.7 -> mean 0.8, sd 0.2/sqrt 2
+    assert table.loc[("iid", "random"), "final accuracy"] == pytest.approx(0.8)
+    assert table.loc[("iid", "random"), "sd over seeds"] == pytest.approx(0.2 / np.sqrt(2))
+    # iid/markov_optimal: tails 0.9, 0.75, 0.6 -> mean 0.75; deviations +-0.15 and 0, so the
+    # sample variance is 2 * 0.15^2 / 2 and the sd 0.15 (divisor n would give 0.1225)
+    assert table.loc[("iid", "markov_optimal"), "final accuracy"] == pytest.approx(0.75)
+    assert table.loc[("iid", "markov_optimal"), "sd over seeds"] == pytest.approx(0.15)
+    # noniid/random: one seed, tail (0.3 + 0.5)/2 = 0.4, no sd
+    assert table.loc[("noniid", "random"), "final accuracy"] == pytest.approx(0.4)
+    assert np.isnan(table.loc[("noniid", "random"), "sd over seeds"])
+    # last=1: the final evaluations; the default last=5 exceeds the 4 evaluations: all of them
+    assert final_accuracy_table(results, last=1).loc[
+        ("iid", "random"), "final accuracy"
+    ] == pytest.approx((1.0 + 0.8) / 2)
+    everything = final_accuracy_table(results)
+    assert everything.loc[("iid", "random"), "final accuracy"] == pytest.approx((0.6 + 0.5) / 2)
+    assert everything.loc[("iid", "random"), "sd over seeds"] == pytest.approx(0.1 / np.sqrt(2))
+
+
+def test_final_accuracy_table_of_screened_runs_uses_the_common_evaluations():
+    """Screened runs share the schedule 0, 5, 10, ... and add seed-dependent rounds near the
+    target (here 12 and 11): the last 2 *common* evaluations are rounds 15 and 20. (The table
+    used to require identical rounds and raised on every screened panel.)"""
+    results = [
+        curve_run("iid", "random", 0, [0.1, 0.5, 0.7, 0.80, 0.9, 0.9], [0, 5, 10, 12, 15, 20]),
+        curve_run("iid", "random", 1, [0.1, 0.4, 0.6, 0.75, 0.8, 1.0], [0, 5, 10, 11, 15, 20]),
+    ]
+    table = final_accuracy_table(results, last=2)
+    # tails (0.9 + 0.9)/2 = 0.9 and (0.8 + 1.0)/2 = 0.9 -> mean 0.9, sd 0
+    assert table.loc[("iid", "random"), "final accuracy"] == pytest.approx(0.9)
+    assert table.loc[("iid", "random"), "sd over seeds"] == pytest.approx(0.0)

@@ -121,6 +121,7 @@ def first_intervals(sel, horizon):
 
 
 # --- weights ------------------------------------------------------------------------------
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(st.sampled_from(POLICIES), sizes_st, st.data(), st.integers(0, 2**32 - 1))
 def test_weights_nonnegative_sum_to_one_and_ids_valid(policy, sizes, data, seed):
@@ -143,6 +144,7 @@ def test_weights_nonnegative_sum_to_one_and_ids_valid(policy, sizes, data, seed)
             np.testing.assert_allclose(sel.weights, 1.0 / len(sel))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     chains, st.integers(1, 30), st.integers(0, 2**32 - 1), st.sampled_from(["zero", "stationary"])
@@ -309,6 +311,7 @@ def _sigma_run(sampler, rounds):
     return stats.sigma(), batches.std(ddof=1) / np.sqrt(20)
 
 
+@pytest.mark.slow
 def test_empirical_sigma_matches_theorems_3_to_5():
     from aoi_fl.aoi.sigma import sigma_markov, sigma_probabilistic, sigma_random
 

@@ -141,6 +141,7 @@ def _assert_within(estimate, se, exact):
     np.testing.assert_array_less(np.abs(np.asarray(estimate) - exact), SE_FACTOR * se)
 
 
+@pytest.mark.slow
 def test_policy_1_monte_carlo_n100_m15_zipf():
     n, m = 100, 15
     sizes = _zipf_sizes(n)
@@ -164,6 +165,7 @@ def test_policy_1_monte_carlo_n100_m15_zipf():
 # --- Theorem 4 --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_policy_2_monte_carlo_multinomial():
     n, m = 100, 15
     sizes = _zipf_sizes(n, seed=1)
@@ -244,6 +246,7 @@ def test_markov_monte_carlo_small_n(empty):
     _assert_within(estimate, se, sigma_markov(n, p, empty))
 
 
+@pytest.mark.slow
 def test_markov_mode_relations_and_large_n():
     n, p = 7, 0.2
     p0 = (1 - p) ** n
@@ -289,6 +292,7 @@ def test_random_exact_against_enumeration_property(sizes, m):
     assert sigma_random(sizes, m) == pytest.approx(sigma_random_enumeration(sizes, m), rel=1e-9)
 
 
+@pytest.mark.slow
 def test_permutation_and_scale_invariance_n1000():
     sizes = _zipf_sizes(1000, seed=2)
     first, second = random_weight_moments(sizes, 150)

@@ -51,6 +51,7 @@ def test_parameter_counts(name, kwargs, count):
     assert count_parameters(build_model(name, **kwargs)) == count
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, kwargs, in_shape, out_shape", CASES, ids=IDS)
 def test_output_shape_and_no_buffers(name, kwargs, in_shape, out_shape):
     model = build_model(name, **kwargs)
@@ -91,6 +92,7 @@ def stacked(models):
     return {n: torch.stack([dict(m.named_parameters())[n].detach() for m in models]) for n in names}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, kwargs, in_shape, out_shape", VMAP_CASES, ids=VMAP_IDS)
 def test_vmap_over_stacked_parameters_matches_loop(name, kwargs, in_shape, out_shape):
     clients = [build_model(name, seed=s, **kwargs) for s in range(3)]
@@ -114,12 +116,72 @@ def test_vmap_over_stacked_parameters_matches_loop(name, kwargs, in_shape, out_s
         torch.testing.assert_close(grads[n][1], p.grad, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow
+def test_small_cnn_dropout_is_active_in_training_only():
+    # catches dropout layers that never drop (p ignored, or always in eval mode), that drop
+    # in eval mode too, that drop the wrong fraction, or that do not rescale the kept units
+    x = torch.randn(8, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+    model = SmallCNN(dropout=0.2, seed=3)
+    plain = SmallCNN(dropout=0.0, seed=3)  # the same parameters: dropout has none
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model.eval()
+        first = model(x)
+        assert torch.equal(first, model(x))  # eval: deterministic ...
+        torch.testing.assert_close(first, plain.eval()(x), rtol=0, atol=0)  # ... and no dropout
+        model.train()
+        train = model(x)
+        assert not torch.equal(train, model(x))  # a new mask on every call
+        assert (train - first).abs().max() > 1e-3
+        seen = []
+        hooks = [
+            m.register_forward_hook(lambda mod, inp, out: seen.append((inp[0], out)))
+            for m in model
+            if isinstance(m, torch.nn.Dropout)
+        ]
+        model(x)
+        for h in hooks:
+            h.remove()
+        plain.train()
+        assert torch.equal(plain(x), first)  # dropout = 0 is the identity in training too
+    assert len(seen) == 2
+    for inp, out in seen:
+        live = inp != 0
+        dropped = (out == 0) & live
+        count = int(live.sum())
+        assert count >= 200
+        # binomial: the zeroed fraction of the live units is p = 0.2 within 5 standard errors
+        assert abs(dropped.sum().item() / count - 0.2) < 5 * math.sqrt(0.2 * 0.8 / count)
+        kept = live & ~dropped
+        torch.testing.assert_close(out[kept], inp[kept] / 0.8)  # inverted dropout: 1 / (1 - p)
+
+
+@pytest.mark.slow
 def test_small_cnn_dropout_needs_vmap_randomness():
+    # catches per-client batching that shares one dropout mask across clients (randomness
+    # "same"), or that silently runs dropout where vmap forbids random operations
     model = SmallCNN(dropout=0.2)
-    params = stacked([model, SmallCNN(dropout=0.2, seed=1)])
-    x = torch.randn(2, 3, 1, 28, 28)
-    out = vmap(lambda p, xb: functional_call(model, p, (xb,)), randomness="different")(params, x)
-    assert out.shape == (2, 3, 10)
+    twin = stacked([model, model])  # two clients with identical parameters
+    x = torch.randn(1, 3, 1, 28, 28, generator=torch.Generator().manual_seed(1)).expand(
+        2, 3, 1, 28, 28
+    )
+
+    def forward(randomness):
+        return vmap(lambda p, xb: functional_call(model, p, (xb,)), randomness=randomness)(twin, x)
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        different = forward("different")
+        assert different.shape == (2, 3, 10)
+        assert (different[0] - different[1]).abs().max() > 1e-3  # each client its own mask
+        same = forward("same")
+        torch.testing.assert_close(same[0], same[1], rtol=1e-5, atol=1e-6)  # one shared mask
+        with pytest.raises(RuntimeError, match="randomness"):
+            forward("error")  # the default: dropout must be asked for explicitly
+        model.eval()
+        evaluated = forward("error")  # no random operation in eval mode
+    torch.testing.assert_close(evaluated[0], model(x[0]), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(evaluated[0], evaluated[1], rtol=1e-5, atol=1e-6)
 
 
 def test_build_model_unknown_name_lists_valid():

@@ -91,6 +91,7 @@ def user_sampler():
     del registry.SAMPLERS["every_other"], registry.STYLES["every_other"]
 
 
+@pytest.mark.slow
 def test_a_sampler_from_a_users_file_trains_with_no_other_edit(user_sampler):
     config = {
         "dataset": {"name": "fedprox_synthetic", "n_clients": 4, "seed": 0},
@@ -107,6 +108,7 @@ def test_a_sampler_from_a_users_file_trains_with_no_other_edit(user_sampler):
     assert plotting.style("every_other").label == "every other"
 
 
+@pytest.mark.slow
 def test_the_core_and_the_data_import_no_paper():
     import subprocess
     import sys

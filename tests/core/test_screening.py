@@ -46,11 +46,13 @@ def _screened(**options):
     return build_trainer(_config(**screen), DATA).run()
 
 
+@pytest.mark.slow
 def test_reference_crosses_the_target_inside_the_run(every_round):
     reached = rounds_to_target(every_round["test_accuracy"], TARGET, every_round["eval_round"])
     assert reached is not None and 2 < reached < ROUNDS  # the test below has a crossing to find
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("margin", [0.06, 1.0])
 def test_screened_run_finds_the_same_first_crossing(every_round, margin):
     """With a margin of about 3 sd of the subset's error (300 of 2,000 images at 0.8: sd 0.021)
@@ -65,6 +67,7 @@ def test_screened_run_finds_the_same_first_crossing(every_round, margin):
     assert np.abs(screen_gaps(h)).max() < margin
 
 
+@pytest.mark.slow
 def test_a_margin_below_the_subsets_error_can_miss_the_crossing(every_round):
     """Why the margin matters: at 0.015 (under 1 sd here) this run's crossing is found late."""
     h = _screened(screen_margin=0.015)
@@ -72,6 +75,7 @@ def test_a_margin_below_the_subsets_error_can_miss_the_crossing(every_round):
     assert rounds_to_target(h["test_accuracy"], TARGET, h["eval_round"]) > reference
 
 
+@pytest.mark.slow
 def test_screen_stops_once_the_target_is_reached_and_losses_follow_the_schedule(every_round):
     h = _screened(screen_margin=0.03, client_loss_samples=5)
     reached = rounds_to_target(h["test_accuracy"], TARGET, h["eval_round"])

@@ -56,6 +56,7 @@ def assert_stream_equals_dense(matrix, windows):
     assert stats.sigma() == history[-1]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(1, 12),

@@ -176,6 +176,7 @@ def test_local_step_batches_are_full_batches_of_successive_permutations(size, ba
     assert np.array_equal(rows, local_step_batches(3, t, 4, size, steps, batch))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["blocked", "stacked", "vmap"])
 def test_batched_engines_handle_clients_smaller_than_the_batch(engine):
     data = synthetic(sizes=[5, 30, 2, 23])  # batch 8: clients 0 and 2 use all their data
@@ -202,6 +203,7 @@ def test_local_step_batches_small_client_uses_all_its_data():
 # engines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_fn", [tiny_cnn, lambda: build_model("small_cnn", seed=3)])
 def test_batched_engines_match_sequential(model_fn):
     model = model_fn()
@@ -234,6 +236,7 @@ def test_batched_engines_match_sequential(model_fn):
     assert all(not torch.allclose(v, global_params[last]) for v in ref[last])
 
 
+@pytest.mark.slow
 def test_engines_start_each_client_from_its_own_parameters():
     """Per-client starting points (FedAWE's stale models) train like separate runs."""
     model = tiny_cnn()
@@ -432,6 +435,7 @@ def make_trainer(seed=0, engine="auto", sampler=None, **kw):
     return FederatedTrainer(tiny_cnn(), data, sampler, settings, lr_schedule=ConstantLR(0.1))
 
 
+@pytest.mark.slow
 def test_trainer_records_and_feedback():
     trainer = make_trainer(eval_every=3, rounds=4)
     history = trainer.run()
@@ -447,6 +451,7 @@ def test_trainer_records_and_feedback():
     assert all(v > 0 for _, vals in fed for v in vals)
 
 
+@pytest.mark.slow
 def test_trainer_is_deterministic_and_engine_independent():
     runs = {}
     for engine in ("sequential", "stacked", "vmap"):
@@ -464,6 +469,7 @@ def test_trainer_is_deterministic_and_engine_independent():
     assert not torch.equal(other.params["0.weight"], runs["stacked"][1]["0.weight"])
 
 
+@pytest.mark.slow
 def test_trainer_learns():
     trainer = make_trainer(rounds=15)
     history = trainer.run()
@@ -471,6 +477,7 @@ def test_trainer_learns():
     assert history["test_loss"][-1] < history["test_loss"][0]
 
 
+@pytest.mark.slow
 def test_trainer_state_roundtrip_continues_identically():
     full = make_trainer(rounds=5)
     full.run()
@@ -503,6 +510,7 @@ def test_trainer_argument_checks():
         )
 
 
+@pytest.mark.slow
 def test_client_losses_match_a_direct_computation():
     trainer = make_trainer(rounds=2, client_loss_samples=7)
     trainer.run()
@@ -552,6 +560,7 @@ class RunningSum(Algorithm):
         return {**{f"total.{k}": v for k, v in self.total.items()}, "rounds": self.rounds}
 
 
+@pytest.mark.slow
 def test_trainer_fixed_local_steps_and_stateful_algorithm_resume():
     def trainer():
         t = make_trainer(rounds=4, local_steps=3)

@@ -1,9 +1,11 @@
 """CIFAR-10/100 loaders on tiny folders written in the exact on-disk format."""
 
+import dataclasses
 import hashlib
 import os
 import pickle
 import struct
+import urllib.error
 from pathlib import Path
 
 import numpy as np
@@ -11,9 +13,12 @@ import pytest
 import torch
 import torchvision
 
+import aoi_fl.data.datasets as data
 from aoi_fl.data.datasets import (
+    _CIFAR,
     DataError,
     cifar_available,
+    fetch_cifar,
     load_cifar10,
     load_cifar100,
     load_dataset,
@@ -192,3 +197,71 @@ def test_cifar_bundle_is_normalised_nchw(tmp_path):
 def test_cifar_available_rejects_unknown_name(tmp_path):
     with pytest.raises(ValueError, match="valid: cifar10, cifar100"):
         cifar_available("cifar1000", tmp_path)
+
+
+# --- fetching (torchvision faked: no network) ---------------------------------------------------
+
+
+def fake_torchvision(monkeypatch, name, fail=None):
+    """Put a stand-in for torchvision's class of ``name`` in the table: it records its calls and
+    writes the tiny folder (or raises ``fail``), as the real one would after downloading."""
+    real = _CIFAR[name].tv_class
+    calls = []
+
+    class Fake(real):  # keeps base_folder and the file lists; never downloads
+        def __init__(self, root, train=True, download=False):
+            calls.append((root, train, download))
+            if fail is not None:
+                raise fail
+            write_cifar(Path(root), name)
+
+    monkeypatch.setitem(_CIFAR, name, dataclasses.replace(_CIFAR[name], tv_class=Fake))
+    return calls
+
+
+@pytest.mark.parametrize(
+    "name, folder", [("cifar10", "cifar-10-batches-py"), ("cifar100", "cifar-100-python")]
+)
+def test_fetch_cifar_downloads_into_the_loaders_folder(tmp_path, monkeypatch, name, folder):
+    calls = fake_torchvision(monkeypatch, name)
+    root = tmp_path / "data"
+    assert not cifar_available(name, root)
+    # bug: the returned path not where the loader looks (e.g. the root, or the class name)
+    assert fetch_cifar(name, root) == root / folder
+    assert calls == [(str(root), True, True)]  # the training split, with download on
+    assert cifar_available(name, root)
+    assert load_dataset(name, root, verify=False).train.x.shape[1:] == (3, 32, 32)
+
+
+@pytest.mark.parametrize(
+    "name, title, error",
+    [
+        ("cifar10", "CIFAR-10", RuntimeError("Error downloading cifar-10-python.tar.gz")),
+        ("cifar100", "CIFAR-100", urllib.error.URLError("[Errno -3] name resolution")),
+    ],
+)
+def test_fetch_cifar_failure_names_the_dataset(tmp_path, monkeypatch, name, title, error):
+    fake_torchvision(monkeypatch, name, fail=error)
+    # bug: torchvision's bare error escapes (not a DataError) or names no dataset
+    with pytest.raises(DataError, match=f"torchvision could not download {title}: ") as err:
+        fetch_cifar(name, tmp_path)
+    assert str(error) in str(err.value) and err.value.__cause__ is error
+    assert not cifar_available(name, tmp_path)
+
+
+def test_fetch_cifar_rejects_unknown_name_before_any_download(tmp_path, monkeypatch):
+    calls = fake_torchvision(monkeypatch, "cifar10")
+    with pytest.raises(ValueError, match="unknown name 'cifar1000'; valid: cifar10, cifar100"):
+        fetch_cifar("cifar1000", tmp_path)
+    assert calls == []
+
+
+def test_fetch_cifar_command_line(tmp_path, monkeypatch, capsys):
+    fake_torchvision(monkeypatch, "cifar100")
+    root = tmp_path / "ok"
+    assert data.main(["fetch-cifar", "--name", "cifar100", "--root", str(root)]) == 0
+    assert capsys.readouterr().out == f"ok: {root / 'cifar-100-python'}\n"
+    fake_torchvision(monkeypatch, "cifar10", fail=RuntimeError("offline"))
+    assert data.main(["fetch-cifar", "--name", "cifar10", "--root", str(tmp_path / "x")]) == 1
+    err = capsys.readouterr().err
+    assert err == "error: torchvision could not download CIFAR-10: offline\n"

@@ -251,6 +251,7 @@ def fashion_root() -> Path:
     return root  # present but not verifying: the tests fail with the DataError
 
 
+@pytest.mark.slow
 def test_real_fashion_mnist(fashion_root):
     x, y = load_fashion_mnist(fashion_root, train=True)
     assert x.shape == (60000, 28, 28) and x.dtype == torch.uint8

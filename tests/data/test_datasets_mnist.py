@@ -44,6 +44,7 @@ def linked_copy(real_root: Path, tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_load_mnist_is_the_canonical_dataset(mnist_root):
     x, y = load_mnist(mnist_root, train=True)
     assert x.shape == (60000, 28, 28) and x.dtype == torch.uint8
@@ -67,6 +68,7 @@ def test_load_mnist_is_the_canonical_dataset(mnist_root):
     assert torch.bincount(yt).tolist() == [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]
 
 
+@pytest.mark.slow
 def test_normalized_mnist_bundle(mnist_root):
     bundle = load_dataset("mnist", mnist_root)
     assert bundle.name == "mnist" and bundle.num_classes == 10 and not bundle.synthetic
@@ -160,6 +162,7 @@ def test_fetch_rejects_unknown_source(tmp_path):
         fetch_mnist(tmp_path, source="kaggle")
 
 
+@pytest.mark.slow
 def test_shell_script_delegates_to_python(mnist_root, tmp_path):
     root = linked_copy(mnist_root, tmp_path)
     done = subprocess.run(

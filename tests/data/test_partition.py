@@ -148,25 +148,68 @@ def test_dirichlet_class_totals_preserved():
 DIRICHLET = pytest.mark.parametrize("dirichlet", [dirichlet_label_skew, dirichlet_client_prior])
 
 
+# Inputs for which the bounded retries cannot run out (1000 draws): either min_size = 0 (every
+# draw is accepted; at alpha >= 0.1 a NaN share needs Gamma draws below 1e-308), or alpha >= 1
+# with n_clients (min_size + 1) <= 45 of the 300 samples. In the second case a draw is accepted
+# with probability >= 0.31 (measured over 60 first draws at every allowed (n_clients,
+# min_size), alpha in {1, 3, 10}, num_classes in {1, 2, 3, 6}; worst: dirichlet_label_skew,
+# alpha = 1, 15 clients, min_size 2, one class; for one class and alpha = 1 the shares are
+# uniform spacings and (1 - 45/300)^14 = 0.10 bounds it below; dirichlet_client_prior
+# accepted every draw), so 1000 rejections in a row have probability < 0.9^1000 ~ 1e-46.
+# Outside these bounds (small alpha with min_size > 0) a draw can fail every time: that is
+# the RuntimeError tested below, not an outcome the property test may accept.
+_RETRIES_CANNOT_RUN_OUT = st.one_of(
+    st.tuples(st.integers(1, 15), st.floats(0.1, 10.0), st.just(0)),
+    st.integers(1, 15).flatmap(
+        lambda n: st.tuples(st.just(n), st.floats(1.0, 10.0), st.integers(1, max(1, 45 // n - 1)))
+    ),
+)
+
+
 @DIRICHLET
 @settings(max_examples=30, deadline=None)
 @given(
-    n_clients=st.integers(1, 15),
-    alpha=st.floats(0.1, 10.0),
-    min_size=st.integers(0, 5),
+    case=_RETRIES_CANNOT_RUN_OUT,
     num_classes=st.integers(1, 6),
     seed=st.integers(0, 2**32),
 )
-def test_dirichlet_properties(dirichlet, n_clients, alpha, min_size, num_classes, seed):
+def test_dirichlet_properties(dirichlet, case, num_classes, seed):
+    # catches a partition that drops or repeats samples, has the wrong number of parts, or
+    # returns a client below min_size; no error may be swallowed (the old test accepted any
+    # RuntimeError mentioning the retry budget, which hid every failing example)
+    n_clients, alpha, min_size = case
+    assert min_size == 0 or n_clients * (min_size + 1) <= 45
     labels = np.random.default_rng(seed).integers(0, num_classes, size=300)
-    try:
-        part = dirichlet(labels, n_clients, alpha, seed, min_size=min_size)
-    except RuntimeError as err:  # allowed only as the documented bounded-retry failure
-        assert "max_retries=1000" in str(err)
-        return
+    part = dirichlet(labels, n_clients, alpha, seed, min_size=min_size)
     assert len(part) == n_clients
     assert_disjoint_cover(part, labels.size)
     assert min(len(p) for p in part) >= min_size
+
+
+@pytest.mark.parametrize(
+    "dirichlet, num_classes, min_size, best",
+    [
+        # one class cut by Dir_15(0.1): some client almost always gets (nearly) nothing
+        (dirichlet_label_skew, 1, 5, 0),
+        # per-client priors give near-equal sizes here, but never 15 x 20 = all 300 samples
+        (dirichlet_client_prior, 6, 20, 17),
+    ],
+)
+def test_dirichlet_retry_failure_is_a_clear_error(dirichlet, num_classes, min_size, best):
+    # catches the excluded region of the property test failing silently, hanging, or with a
+    # message that does not say what failed and what to change
+    labels = np.random.default_rng(0).integers(0, num_classes, size=300)
+    with pytest.raises(RuntimeError) as err:
+        dirichlet(labels, 15, 0.1, 0, min_size=min_size)
+    msg = str(err.value)
+    for part in (
+        f"{dirichlet.__name__}: no partition with every client holding >= min_size={min_size}",
+        "after max_retries=1000 draws",
+        "alpha=0.1, n_clients=15, 300 samples",
+        f"the best minimum reached was {best}.",
+        "Raise alpha, lower min_size, or raise max_retries.",
+    ):
+        assert part in msg, msg
 
 
 @DIRICHLET

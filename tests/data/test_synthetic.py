@@ -4,11 +4,13 @@ Dirichlet partition of the MNIST substitute."""
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 
 from aoi_fl.data.partition import dirichlet_class_mix, label_histogram, lognormal_sizes
 from aoi_fl.data.synthetic import fedprox_synthetic
 
 
+@pytest.mark.slow
 def test_sizes_and_shapes_for_a_fixed_seed():
     b = fedprox_synthetic(seed=0)
     sizes = np.array([len(p) for p in b.partition])
@@ -20,19 +22,52 @@ def test_sizes_and_shapes_for_a_fixed_seed():
     assert b.num_classes == 10 and b.synthetic
     # clients are contiguous blocks; each holds out n_i - floor(0.9 n_i) of its n_i samples
     assert np.array_equal(np.concatenate(b.partition), np.arange(len(b.train)))
-    n = _total_sizes(0)
-    assert n.min() >= 50 and np.array_equal(sizes, (0.9 * n).astype(np.int64))
-    assert len(b.test) == int((n - (0.9 * n).astype(np.int64)).sum())
+    # catches a train/test split that is not "the first floor(0.9 n_i) samples of client i
+    # train, the rest test": the same seed with train_fraction = 1 keeps each client's n_i
+    # samples whole (the draws do not depend on the split), so every client's training rows
+    # must be the head of its full block and the test split the concatenated tails
+    whole = fedprox_synthetic(seed=0, train_fraction=1.0)
+    n = np.array([len(p) for p in whole.partition])
+    assert len(whole.test) == 0 and n.sum() == sizes.sum() + len(b.test)
+    assert n.min() >= 50 and np.array_equal(sizes, (9 * n) // 10)  # integer floor(0.9 n)
+    heads = np.concatenate([p[:k] for p, k in zip(whole.partition, sizes, strict=True)])
+    tails = np.concatenate([p[k:] for p, k in zip(whole.partition, sizes, strict=True)])
+    assert torch.equal(b.train.x, whole.train.x[heads])
+    assert torch.equal(b.train.y, whole.train.y[heads])
+    assert torch.equal(b.test.x, whole.train.x[tails])
+    assert torch.equal(b.test.y, whole.train.y[tails])
 
 
-def _total_sizes(seed):
-    """n_i = floor(LogNormal(4, 2)) + 50, redrawn from the generator's own stream."""
-    from aoi_fl.core.seeding import generator
+@pytest.mark.slow
+def test_client_sizes_follow_the_documented_lognormal_law():
+    # catches sizes drawn from another law than n_i = floor(LogNormal(4, 2)) + 50 (sigma read
+    # as a variance, log-mean 4 read as a mean, the +50 floor or the floor() dropped). 10,000
+    # clients with one feature and two classes (the sizes do not depend on either) and no
+    # held-out part, so len(partition[i]) is n_i. Tolerances: 5 standard errors at this n
+    # (median of log: 2 sqrt(pi / 2) / sqrt(n) = 0.025; sigma from the 16% and 84% quantiles:
+    # 0.019; the share at exactly 50: 0.0015) and the 0.1% Kolmogorov bound 1.95 / sqrt(n).
+    # Measured (seeds 0-3): log-median 3.98-4.03, sigma 1.99-2.01, share at 50 0.022-0.025,
+    # KS distance 0.006-0.011.
+    clients = 10_000
+    bundle = fedprox_synthetic(n_clients=clients, features=1, classes=2, train_fraction=1.0)
+    n = np.array([len(p) for p in bundle.partition])
+    assert n.dtype.kind == "i" and n.sum() == len(bundle.train) and len(bundle.test) == 0
+    assert n.min() == 50  # floor(L) = 0 for L < 1, P = Phi(-2) = 2.3% of the clients
+    share = np.mean(n == 50)
+    assert abs(share - stats.norm.cdf(-2)) < 5 * np.sqrt(0.0228 * 0.9772 / clients)
+    extra = n - 50  # floor(L), L ~ LogNormal(4, 2)
+    q16, q50, q84 = np.quantile(extra, stats.norm.cdf([-1.0, 0.0, 1.0]))
+    mu = np.log(q50 + 0.5)  # + 0.5: the middle of the floor's unit interval
+    sigma = (np.log(q84 + 0.5) - np.log(q16 + 0.5)) / 2
+    assert abs(mu - 4.0) < 5 * 0.025 and abs(sigma - 2.0) < 5 * 0.019
+    # the whole law: P(n_i <= 50 + k) = P(L < k + 1) = Phi((ln(k + 1) - 4) / 2)
+    k = np.arange(extra.max() + 1)
+    empirical = np.searchsorted(np.sort(extra), k, side="right") / clients
+    law = stats.norm.cdf((np.log(k + 1) - 4.0) / 2.0)
+    assert np.abs(empirical - law).max() < 1.95 / np.sqrt(clients)
 
-    rng = generator(seed, "synthetic_fedprox")
-    return np.floor(rng.lognormal(4.0, 2.0, 100)).astype(np.int64) + 50
 
-
+@pytest.mark.slow
 def test_generator_is_seeded_and_clients_are_heterogeneous():
     a, b = fedprox_synthetic(n_clients=5, seed=3), fedprox_synthetic(n_clients=5, seed=3)
     c = fedprox_synthetic(n_clients=5, seed=4)

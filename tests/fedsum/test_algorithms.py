@@ -87,6 +87,7 @@ def _stacked_mean(grads):
 # Identities on random traces
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", [FedSUMB, FedSUM, FedSUMCR])
 @given(trace=traces, steps=st.integers(1, 4), seed=st.integers(0, 2**16))
 @settings(max_examples=25, deadline=None)
@@ -270,6 +271,7 @@ CONTROL_VARIATES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pattern", sorted(PATTERN_SAMPLERS))
 def test_control_variate_methods_reach_a_stationary_point_fedavg_stalls(pattern):
     """Numerical zero: |grad f(x_T)| <= 1e-10 |grad f(x_0)| (float64 round-off is ~1e-16)."""
@@ -278,6 +280,7 @@ def test_control_variate_methods_reach_a_stationary_point_fedavg_stalls(pattern)
     assert relative_gradient_norm(lambda: FedAvg("weighted_delta"), pattern) > 1e-2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [MIFA, FedVARP, FedAU], ids=["mifa", "fedvarp", "fedau"])
 def test_methods_without_control_variates_keep_the_client_drift(make):
     assert relative_gradient_norm(make, "uniform") > 1e-2
@@ -379,6 +382,55 @@ def test_fedau_server_divides_by_n_with_the_weights():
                 assert torch.allclose(new[k], want, atol=1e-12)
 
     drive(alg, n, [[0, 1], [2]], random_grads(5), 2, lambda t: 0.1, zeros(), record)
+
+
+def test_fedau_weights_use_only_the_participation_before_the_round():
+    # catches recording round t's participation before weighting round t's updates (or any
+    # other mix-up of the two): FedAU's omega_i^t must depend on rounds < t only. The weights
+    # below are computed by hand from the definition (baselines.FedAU): a participation
+    # records (rounds absent + 1), `cutoff` rounds absent in a row record `cutoff`, omega is
+    # the mean recorded interval (1 before any), and x <- x + eta_g (1/N) sum omega_i Delta_i.
+    n, cutoff, server_lr = 3, 3, 0.5
+    trace = [[0, 2], [], [0], [1], [0, 1, 2], [2], [0, 1], [0, 1, 2]]
+    # intervals recorded before each round (client: list), and the weights they give
+    #   t=0: -              -> omega 1, 1, 1
+    #   t=1: 0: [1], 2: [1] (both active in round 0)
+    #   t=2: same (client 1 absent 2 rounds, below the cutoff)
+    #   t=3: 0: [1, 2], 1: [3] (absent rounds 0-2: the cutoff), 2: [1]   -> 1.5, 3, 1
+    #   t=4: 0: [1, 2], 1: [3, 1], 2: [1, 3] (cutoff in round 3)          -> 1.5, 2, 2
+    #   t=5: 0: [1, 2, 2], 1: [3, 1, 1], 2: [1, 3, 1]                     -> 5/3 each
+    #   t=6: 2 adds 1 (round 5)                                            -> 5/3, 5/3, 3/2
+    #   t=7: 0 and 1 add 2 (absent in round 5)                             -> 7/4, 7/4, 3/2
+    hand = [
+        {0: 1.0, 2: 1.0},
+        {},
+        {0: 1.0},  # recording round 2 first would give 1.5
+        {1: 3.0},  # ... 2.0
+        {0: 1.5, 1: 2.0, 2: 2.0},  # ... 5/3 each
+        {2: 5 / 3},  # ... 3/2
+        {0: 5 / 3, 1: 5 / 3},  # ... 7/4
+        {0: 7 / 4, 1: 7 / 4, 2: 3 / 2},  # ... 8/5 each
+    ]
+    alg = FedAU(cutoff=cutoff, server_lr=server_lr)
+    steps = []
+
+    def record(t, ids, lr, x, start, state, params, grads, new):
+        deltas = {k: params[k] - start[k] for k in SHAPES}
+        for k in SHAPES:
+            want = (
+                x[k]
+                + server_lr * sum(hand[t][int(i)] * deltas[k][j] for j, i in enumerate(ids)) / n
+                if ids.size
+                else x[k]
+            )
+            torch.testing.assert_close(new[k], want, rtol=0, atol=1e-12)
+        assert sorted(hand[t]) == ids.tolist()
+        steps.append(t)
+
+    drive(alg, n, trace, random_grads(6), 2, lambda t: 0.1, zeros(), record)
+    assert steps == list(range(len(trace)))
+    # after the last round (all active: 0 and 1 add 1, 2 adds 2) every client's mean is 8/5
+    torch.testing.assert_close(alg.omega(), torch.full((3,), 8 / 5, dtype=torch.float64))
 
 
 def test_fedawe_gossip_echo_and_reported_model():

@@ -1,8 +1,9 @@
 """The FedSUM experiment plans (the paper's settings), the compact run summaries and the result
 tables used to check the paper's claims."""
 
+from pathlib import Path
+
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
@@ -10,9 +11,12 @@ from aoi_fl.data.datasets import load_dataset, load_mnist, normalize_mnist
 from aoi_fl.fedsum import delays
 from aoi_fl.fedsum import experiments as fx
 from aoi_fl.fedsum import results as fr
-from aoi_fl.fedsum.patterns import UniformSubset
+from aoi_fl.fedsum.patterns import Bernoulli, DeterministicCyclic, UniformSubset
 from aoi_fl.pipeline import runs
 from aoi_fl.pipeline.cache import config_key
+
+#: the repository's data folder, whatever the working directory
+DATA = str(Path(__file__).resolve().parents[2] / "data")
 
 # ---------------------------------------------------------------------------------------------
 # Plans
@@ -133,14 +137,18 @@ def test_run_planned_caches_small_summaries_and_reuses_them(tmp_path, monkeypatc
     torch.set_num_threads(1)
     planned = [p for p in fx.plan("cases", "smoke") if p.pattern in ("P2", "biased")]
     out = fx.run_planned(
-        planned, results_dir=str(tmp_path), work_dir=str(tmp_path / "full"), progress=False
+        planned,
+        results_dir=str(tmp_path),
+        work_dir=str(tmp_path / "full"),
+        data_root=DATA,
+        progress=False,
     )
     assert [(s.planned.pattern, s.planned.algorithm) for s in out] == [
         ("P2", "fedsum"),
         ("biased", "fedsum"),
         ("biased", "fedavg"),
     ]
-    full = runs.run_experiment(planned[0].config, cache_dir=str(tmp_path / "full"))
+    full = runs.run_experiment(planned[0].config, cache_dir=str(tmp_path / "full"), data_root=DATA)
     assert full.cached  # the full history went to the work folder
     s = out[0]
     assert s.eval_round.tolist() == full.history["eval_round"]
@@ -148,7 +156,7 @@ def test_run_planned_caches_small_summaries_and_reuses_them(tmp_path, monkeypatc
     assert s.active.tolist() == [len(ids) for ids in full.history["selected"]]
     assert s.tau_max == delays.trace_metrics(full.history["selected"], 10).tau_max
     assert s.communication == (2, 1) and out[2].communication == (1, 1)
-    sizes = runs.build_trainer(planned[0].config).data.sizes
+    sizes = runs.build_trainer(planned[0].config, DATA).data.sizes
     losses = np.asarray(full.history["client_losses"])
     assert np.allclose(s.train_loss, losses @ sizes / sizes.sum())
 
@@ -156,7 +164,9 @@ def test_run_planned_caches_small_summaries_and_reuses_them(tmp_path, monkeypatc
         raise AssertionError("cached summaries must not be recomputed")
 
     monkeypatch.setattr(runs, "run_grid", no_training)
-    again = fx.run_planned(planned, results_dir=str(tmp_path), work_dir=str(tmp_path / "x"))
+    again = fx.run_planned(
+        planned, results_dir=str(tmp_path), work_dir=str(tmp_path / "x"), data_root=DATA
+    )
     assert np.array_equal(again[1].train_loss, out[1].train_loss)
     summary_files = [p for p in (tmp_path / "runs").rglob("*") if p.is_file()]
     assert summary_files and all(p.stat().st_size < 20_000 for p in summary_files)
@@ -177,7 +187,11 @@ def test_run_planned_keeps_the_summaries_of_runs_finished_before_a_failure(tmp_p
     monkeypatch.setattr(runs, "run_experiment", second_run_fails)
     with pytest.raises(KeyboardInterrupt):
         fx.run_planned(
-            planned, results_dir=str(tmp_path), work_dir=str(tmp_path / "full"), progress=False
+            planned,
+            results_dir=str(tmp_path),
+            work_dir=str(tmp_path / "full"),
+            data_root=DATA,
+            progress=False,
         )
     monkeypatch.setattr(runs, "run_experiment", real_run)
 
@@ -185,18 +199,21 @@ def test_run_planned_keeps_the_summaries_of_runs_finished_before_a_failure(tmp_p
         raise AssertionError("a stored summary must not be recomputed")
 
     monkeypatch.setattr(runs, "run_grid", no_training)
-    (first,) = fx.run_planned(planned[:1], results_dir=str(tmp_path), work_dir=str(tmp_path / "x"))
+    (first,) = fx.run_planned(
+        planned[:1], results_dir=str(tmp_path), work_dir=str(tmp_path / "x"), data_root=DATA
+    )
     assert first.planned == planned[0] and len(first.eval_round) > 0
 
 
+@pytest.mark.slow
 def test_mnist_subset_is_the_first_samples(tmp_path):
-    small = load_dataset("mnist", "data", n_train=50, n_test=7)
+    small = load_dataset("mnist", DATA, n_train=50, n_test=7)
     assert (len(small.train), len(small.test)) == (50, 7)
-    x, _ = load_mnist("data", train=True)
+    x, _ = load_mnist(DATA, train=True)
     assert torch.equal(small.train.x, normalize_mnist(x[:50]))
-    assert torch.equal(small.test.y, load_mnist("data", train=False)[1][:7])
+    assert torch.equal(small.test.y, load_mnist(DATA, train=False)[1][:7])
     with pytest.raises(ValueError, match="n_train must be >= 1"):
-        load_dataset("mnist", "data", n_train=0)
+        load_dataset("mnist", DATA, n_train=0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,13 +269,49 @@ def test_metrics_at_a_communication_budget():
     assert fr.budget_table([cheap, dear], "test_accuracy").equals(table)
 
 
+def _delays_by_definition(trace, n):
+    """tau_t = max_i (t - last round <= t with i active, -1 before any), straight from eq. 4."""
+    last = np.full(n, -1)
+    taus = []
+    for t, ids in enumerate(trace):
+        last[list(ids)] = t
+        taus.append(t - last.min())
+    return np.array(taus)
+
+
 def test_delay_table_over_seeds():
-    table = delays.delay_table({"uniform": lambda s: UniformSubset(10, 5, s)}, 50, [0, 1, 2])
-    assert isinstance(table, pd.DataFrame)
-    row = table.loc["uniform"]
-    assert row["mean |S_t|"] == 5.0
-    assert row["tau_max min"] <= row["tau_max"] <= row["tau_max max"]
-    assert 0 < row["tau_avg"] <= row["tau_max"]
+    # catches aggregation slips in the table: min and max swapped, tau_max and tau_avg
+    # mixed up, a mean over the wrong axis, the seeds ignored, a mislabelled row
+    seeds, rounds = [0, 1, 2], 50
+    builders = {
+        "uniform": lambda s: UniformSubset(10, 5, s),
+        "bernoulli": lambda s: Bernoulli(10, 0.3, s),
+        "cyclic": lambda s: DeterministicCyclic(10, 5),
+    }
+    table = delays.delay_table(builders, rounds, seeds)
+    assert list(table.index) == list(builders)
+    for name, build in builders.items():
+        traces = []
+        for seed in seeds:
+            sampler = build(seed)
+            traces.append([sampler.sample().ids.tolist() for _ in range(rounds)])
+        taus = [_delays_by_definition(trace, 10) for trace in traces]
+        tau_max = np.array([t.max() for t in taus], dtype=float)
+        tau_avg = np.array([t.mean() for t in taus])
+        row = table.loc[name]
+        assert (row["tau_max"], row["tau_max min"], row["tau_max max"]) == pytest.approx(
+            (tau_max.mean(), tau_max.min(), tau_max.max())
+        )
+        assert (row["tau_avg"], row["tau_avg min"], row["tau_avg max"]) == pytest.approx(
+            (tau_avg.mean(), tau_avg.min(), tau_avg.max())
+        )
+        sizes = [len(ids) for trace in traces for ids in trace]
+        assert row["mean |S_t|"] == pytest.approx(np.mean(sizes))
+    # closed forms: 5 of 10 every round; the cyclic pattern alternates halves, tau_t = 1
+    assert table.loc["uniform", "mean |S_t|"] == 5.0
+    assert table.loc["cyclic"].tolist() == [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 5.0]
+    # the Bernoulli seeds differ, so the spread over seeds is not empty
+    assert table.loc["bernoulli", "tau_max min"] < table.loc["bernoulli", "tau_max max"]
 
 
 # ---------------------------------------------------------------------------------------------

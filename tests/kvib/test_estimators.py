@@ -96,6 +96,7 @@ def test_public_reference_defect_is_not_reproduced():
     assert p.sum() == pytest.approx(2.0) and p.max() <= 1.0
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     n=st.integers(2, 7),
@@ -116,6 +117,7 @@ def test_water_filling_matches_literal_eq4_and_brute_force(n, seed, k_frac, sigm
     np.testing.assert_allclose(p, ref, rtol=1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(2, 7), seed=st.integers(0, 10**6), floor=st.floats(0.05, 1.0))
 def test_floor_of_lemma_b8_matches_brute_force(n, seed, floor):
@@ -198,6 +200,7 @@ def test_estimator_is_unbiased_and_eq3_is_exact_by_enumeration(procedure, p):
     assert expected_squared_error(procedure, x, p) == pytest.approx(variance, rel=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("procedure", ["isp", "with_replacement", "without_replacement"])
 def test_closed_form_variance_against_monte_carlo(procedure):
     rng = np.random.default_rng(1)
@@ -217,6 +220,7 @@ def test_closed_form_variance_against_monte_carlo(procedure):
     np.testing.assert_allclose(errors.mean(axis=0), 0.0, atol=5 * errors.std(axis=0).max() / 100)
 
 
+@pytest.mark.slow
 def test_draw_sizes_and_errors():
     rng = np.random.default_rng(0)
     p = np.array([0.2, 0.5, 1.0, 0.3])

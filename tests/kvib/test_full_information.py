@@ -1,5 +1,7 @@
 """The trainer's full-information mode (K-Vib metrics), its config keys, the linear engine."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -12,6 +14,9 @@ from aoi_fl.data.datasets import TensorSplit
 from aoi_fl.kvib.estimators import FULL_INFORMATION_KEYS, dynamic_regret
 from aoi_fl.pipeline import runs
 from aoi_fl.pipeline.cache import config_key
+
+#: the repository's data folder, whatever the working directory
+DATA = str(Path(__file__).resolve().parents[2] / "data")
 
 
 def config(sampler="kvib", rounds=4, k=3, **training):
@@ -41,9 +46,10 @@ def flat(params):
     return torch.cat([v.flatten() for v in params.values()]).double().numpy()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["kvib", "uniform_unbiased", "vrb", "optimal"])
 def test_records_and_their_meaning(sampler):
-    trainer = runs.build_trainer(config(sampler), "data")
+    trainer = runs.build_trainer(config(sampler), DATA)
     sizes = trainer.data.sizes / trainer.data.sizes.sum()
     for _ in range(4):
         before = trainer.params
@@ -67,9 +73,10 @@ def test_records_and_their_meaning(sampler):
     assert len(h["selected"]) == 4
 
 
+@pytest.mark.slow
 def test_full_information_changes_no_trajectory():
-    plain = runs.build_trainer(config("kvib", full_information=False), "data")
-    full = runs.build_trainer(config("kvib"), "data")
+    plain = runs.build_trainer(config("kvib", full_information=False), DATA)
+    full = runs.build_trainer(config("kvib"), DATA)
     plain.run()
     full.run()
     assert plain.history["selected"] == full.history["selected"]
@@ -78,11 +85,11 @@ def test_full_information_changes_no_trajectory():
 
 
 def test_checkpoint_round_trip_keeps_the_records():
-    a = runs.build_trainer(config("kvib", rounds=5, record_clients=False), "data")
+    a = runs.build_trainer(config("kvib", rounds=5, record_clients=False), DATA)
     for _ in range(3):
         a.run_round()
     tensors, state = a.state_dict()
-    b = runs.build_trainer(config("kvib", rounds=5, record_clients=False), "data")
+    b = runs.build_trainer(config("kvib", rounds=5, record_clients=False), DATA)
     b.load_state_dict(tensors, state)
     a.run()
     b.run()
@@ -107,11 +114,12 @@ def test_optional_training_keys_leave_existing_cache_keys_alone():
 def test_full_information_needs_an_unbiased_sampler():
     cfg = config("random")
     cfg["sampler"] = {"name": "random", "m": 2, "seed": 0}
-    trainer = runs.build_trainer(cfg, "data")
+    trainer = runs.build_trainer(cfg, DATA)
     with pytest.raises(ValueError, match="carry probabilities"):
         trainer.run_round()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["softmax", "least_squares"])
 def test_linear_engine_equals_the_sequential_reference(kind):
     gen = torch.Generator().manual_seed(0)

@@ -145,6 +145,49 @@ def test_result_store_detects_corruption(tmp_path, file, damage):
         assert store.load(config) is None
 
 
+def test_entries_record_the_format_version_and_other_versions_are_never_served(
+    tmp_path, monkeypatch
+):
+    # catches a format bump that still serves numbers of the older code: a key that ignores
+    # the version, or a reader that does not compare the stored version with the current one
+    store = ResultStore(tmp_path)
+    config = {"a": 1}
+    folder = store.save(config, {"y": "z"})
+    doc = json.loads((folder / "result.json").read_text())
+    assert doc["format"] == RESULTS_FORMAT_VERSION and doc["key"] == folder.name
+    # an entry at the right key, intact and correctly sealed, but of another format: refused
+    body = {k: v for k, v in doc.items() if k != "sha256"}
+    for other in (RESULTS_FORMAT_VERSION - 1, RESULTS_FORMAT_VERSION + 1, None):
+        (folder / "result.json").write_bytes(cache._sealed({**body, "format": other}))
+        with pytest.warns(UserWarning, match=rf"corrupt cached result.*format {other!r}"):
+            assert store.load(config) is None
+    # bumping the version moves every key: the old entry is a miss, recomputed and stored anew
+    store.save(config, {"y": "old"})
+    assert store.load(config)[0] == {"y": "old"}
+    monkeypatch.setattr(cache, "RESULTS_FORMAT_VERSION", RESULTS_FORMAT_VERSION + 1)
+    assert config_key(config) != folder.name
+    assert store.load(config) is None
+    new_folder = store.save(config, {"y": "new"})
+    assert new_folder != folder and store.load(config)[0] == {"y": "new"}
+    assert json.loads((new_folder / "result.json").read_text())["format"] == (
+        RESULTS_FORMAT_VERSION + 1
+    )
+    monkeypatch.setattr(cache, "RESULTS_FORMAT_VERSION", RESULTS_FORMAT_VERSION)
+    assert store.load(config)[0] == {"y": "old"}  # the two versions never mix
+
+
+@pytest.mark.slow
+def test_run_experiment_recomputes_after_a_format_bump(tmp_path, monkeypatch, rounds_run):
+    # catches run_experiment serving a result cached under an older RESULTS_FORMAT_VERSION
+    first = run(tmp_path, with_changes(CONFIG, "training", rounds=2))
+    assert rounds_run == [0, 1] and run(tmp_path, with_changes(CONFIG, "training", rounds=2)).cached
+    monkeypatch.setattr(cache, "RESULTS_FORMAT_VERSION", RESULTS_FORMAT_VERSION + 1)
+    again = run(tmp_path, with_changes(CONFIG, "training", rounds=2))
+    assert not again.cached and again.key != first.key
+    assert rounds_run == [0, 1, 0, 1]  # trained again from round 0
+    assert_same_run(first, again)
+
+
 def test_checkpoint_store(tmp_path):
     store = CheckpointStore(tmp_path, {"k": 1})
     assert store.load() is None
@@ -165,6 +208,7 @@ def test_checkpoint_store(tmp_path):
 # run_experiment
 
 
+@pytest.mark.slow
 def test_run_experiment_miss_then_hit(tmp_path, monkeypatch):
     first = run(tmp_path)
     assert not first.cached and first.history["eval_round"] == list(range(7))
@@ -195,6 +239,7 @@ def test_run_grid_in_this_process_leaves_the_thread_setting_alone(tmp_path):
     assert torch.get_num_threads() == before
 
 
+@pytest.mark.slow
 def test_run_grid_two_workers_give_one_workers_results_and_report_each_run(tmp_path):
     # the path every `make figures` takes: spawned processes with their own thread setting
     # results are bit-identical at equal torch thread counts (README: determinism), so this
@@ -225,6 +270,7 @@ def test_run_grid_two_workers_give_one_workers_results_and_report_each_run(tmp_p
     assert again == [0, 1, 2]  # cache hits are reported too, in order
 
 
+@pytest.mark.slow
 def test_run_experiment_is_deterministic_and_recomputes_corrupt_entries(tmp_path):
     a = run(tmp_path / "a")
     b = run(tmp_path / "b")
@@ -241,6 +287,7 @@ def test_run_experiment_is_deterministic_and_recomputes_corrupt_entries(tmp_path
     assert run(tmp_path / "a").cached  # repaired
 
 
+@pytest.mark.slow
 def test_run_experiment_rounds_to_target(tmp_path):
     result = run(tmp_path)
     acc = result.history["test_accuracy"]
@@ -248,6 +295,7 @@ def test_run_experiment_rounds_to_target(tmp_path):
     assert result.rounds_to_target(1.01) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("seconds", "saved"), [(0, [2, 4]), (3600, [])])
 def test_checkpoints_are_written_every_k_rounds_but_not_more_often_than_asked(
     tmp_path, monkeypatch, seconds, saved
@@ -272,6 +320,7 @@ def test_checkpoints_are_written_every_k_rounds_but_not_more_often_than_asked(
         run_experiment(config, cache_dir=str(tmp_path / "x"), checkpoint_seconds=-1)
 
 
+@pytest.mark.slow
 def test_unusable_checkpoint_is_ignored(tmp_path):
     clean = run(tmp_path / "clean")
     store = CheckpointStore(tmp_path / "damaged", resolve_config(CONFIG))
@@ -321,6 +370,7 @@ runs.run_experiment(json.loads(sys.argv[1]), cache_dir=sys.argv[2], progress=Fal
 """
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_to_the_same_numbers(tmp_path, request):
     config = with_changes(CONFIG, "training", rounds=12)
     cache = tmp_path / "killed"
@@ -345,4 +395,3 @@ def test_killed_run_resumes_to_the_same_numbers(tmp_path, request):
     assert calls == list(range(checkpoint_round, 12))  # continued, did not start over
     uninterrupted = run(tmp_path / "clean", config)
     assert_same_run(resumed, uninterrupted)
-    assert RESULTS_FORMAT_VERSION >= 1

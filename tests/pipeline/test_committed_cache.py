@@ -30,6 +30,7 @@ def test_there_are_committed_results():
     assert len(ENTRIES) > 400  # guards against a moved folder making the next test vacuous
 
 
+@pytest.mark.slow
 def test_every_committed_key_is_recomputed_from_its_configuration():
     wrong, unresolved = [], []
     for path in ENTRIES:

@@ -56,6 +56,7 @@ def test_setup_refuses_a_profile_the_environment_overrides(monkeypatch):
         notebook.setup("cpu")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ending", ["exit", "kill"])
 def test_smoke_results_folder_is_made_on_use_and_removed_however_the_process_ends(tmp_path, ending):
     # "exit" is how papermill ends a kernel (atexit runs), "kill" how nbval does (SIGKILL)

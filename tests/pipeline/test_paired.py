@@ -52,6 +52,7 @@ def test_t_interval_covers_the_true_mean_at_its_level():
     assert 0.93 <= np.mean(covered) <= 0.975
 
 
+@pytest.mark.slow
 @given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=40))
 def test_t_interval_contains_the_mean(values):
     ci = paired_interval(values)
