@@ -193,6 +193,8 @@ def induced_p(
     from ``schedule(profile)["p_draws"]`` draws of an independent copy of the process (seed
     ``P_SEED_STREAM + seed``). ``sizes``: the clients' data sizes (Policies 1-2 depend on them;
     default all equal). With ``cache_dir`` the estimate is kept in the result cache there.
+    Each call returns its own copy: the estimate is memoised per process, and a caller that
+    changed it in place would otherwise change every later run's p.
     """
     spec = _sampler_spec(process, P_SEED_STREAM + require_int("seed", seed, minimum=0), tau)
     sizes = np.ones(N_CLIENTS) if sizes is None else np.asarray(sizes, dtype=float)
@@ -201,7 +203,7 @@ def induced_p(
         "draws": schedule(profile)["p_draws"],
         "sizes": [float(x) for x in sizes],
     }
-    return _induced_p(canonical_json(key), cache_dir)
+    return _induced_p(canonical_json(key), cache_dir).copy()
 
 
 @functools.lru_cache(maxsize=512)

@@ -372,3 +372,12 @@ def test_run_table_and_gaps_by_hand(estimator_calls, tmp_path):
     assert g.gap_p[0] == pytest.approx(1.0) and g.gap_uniform[0] == pytest.approx(1.0)
     assert np.isnan(g.gap_p[1])
     assert isinstance(g, pd.DataFrame) and len(estimator_calls) == 2  # seeds 0 and 1
+
+
+def test_a_caller_changing_p_in_place_does_not_change_the_next_call():
+    # the estimate is memoised per process: handing out the memoised array itself would let
+    # one notebook cell's in-place edit change the p of every later configuration
+    first = ax.induced_p("exp_prior", 0, "smoke", tau=10.0)
+    expected = first.copy()
+    first *= 0.0
+    np.testing.assert_array_equal(ax.induced_p("exp_prior", 0, "smoke", tau=10.0), expected)
