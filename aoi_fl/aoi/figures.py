@@ -172,10 +172,10 @@ def check_panel(
     configuration is the resolved configuration of that key), ran all its rounds, and within a
     seed the runs differ only in the sampler (same partition, model, mini-batch seeds: the
     pairing); each verdict of ``paired`` (by default :func:`paired_answer` of Markov optimal
-    against the other policies) says "held" exactly when its t interval of R_fast -
-    R_slow lies below 0. With ``complete`` (not
-    only the cached runs) every planned run is present. Outside smoke, every run reaches the
-    dataset's target within its horizon (the horizons are chosen for that, issue 12).
+    against the other policies) says "held" exactly when its t interval of R_fast - R_slow lies
+    below 0. With ``complete`` (not only the cached runs) every planned run is present. Outside
+    smoke, every run reaches the dataset's target within its horizon (the horizons are chosen
+    for that, issue 12).
     """
     configs = {}
     for config in experiments.panel_grid(panel, profile, synthetic=synthetic):
