@@ -3,6 +3,7 @@
 #   make figures PROFILE=paper   the papers' exact settings (GPU recommended for training)
 #   make figures NB=03      one notebook (prefix match)
 #   make figures RERUN=1    recompute cached training results instead of re-plotting them
+#   make figures DEVICE=cuda   train missing runs there (auto, cpu, cuda, cuda:N; default auto)
 #   make test               lint, unit tests, and every notebook under nbval in the smoke profile
 #   make test-fast          the unit tests not marked slow (under a minute): for the edit-test loop
 #   make bench              performance benchmarks (ratios against references in the same run)
@@ -14,7 +15,11 @@ PY      := $(VENV)/bin/python
 PROFILE ?= cpu
 NB      ?=
 RERUN   ?= 0
+DEVICE  ?=
 export PYTHONHASHSEED := 0
+ifneq ($(DEVICE),)
+export AOI_FL_DEVICE := $(DEVICE)
+endif
 
 .PHONY: all venv data figures test test-fast lint unit nbtest bench lab clean
 

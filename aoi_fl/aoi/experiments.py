@@ -374,22 +374,25 @@ def local_optima(
     lr: float = 0.05,
     cache_dir: str = "results",
     data_root: str = "data",
+    device: str | None = None,
 ) -> np.ndarray:
     """F_k(theta_k*) of every client of ``config``'s partition after a fixed ``epochs`` epochs of
     solo SGD at ``lr`` (cached; :func:`aoi_fl.aoi.skew.local_optimum_losses`, no convergence check:
     see :func:`local_optima_to_criterion`).
 
     Depends on the dataset, partition, model (architecture and initial weights) and training
-    batch size only, so all policies of one (dataset, split, seed) share it.
+    batch size only, so all policies of one (dataset, split, seed) share it. Computed on
+    ``device`` (else the configuration's, :func:`aoi_fl.pipeline.runs.build_trainer`).
     """
-    from aoi_fl.pipeline.runs import build_trainer, resolve_config
+    from aoi_fl.pipeline.runs import build_trainer, config_device, resolve_config
 
     resolved = resolve_config(config)
     key = _local_optimum_key(resolved, {"epochs": epochs, "lr": lr})
     store = ResultStore(cache_dir)
     if (hit := store.load(key)) is not None:
         return hit[1]["losses"]
-    losses = local_optimum_losses(build_trainer(resolved, data_root), epochs, lr)
+    trainer = build_trainer(resolved, data_root, device or config_device(config))
+    losses = local_optimum_losses(trainer, epochs, lr)
     store.save(key, {"kind": "local_optimum"}, {"losses": losses})
     return losses
 
@@ -400,6 +403,7 @@ def local_optima_to_criterion(
     *,
     cache_dir: str = "results",
     data_root: str = "data",
+    device: str | None = None,
 ) -> LocalOptimum:
     """F_k(theta_k*) of every client of ``config``'s partition, solo SGD run to ``criterion``
     (a :class:`aoi_fl.aoi.skew.LocalOptimumCriterion`), with its residual: a cached
@@ -407,9 +411,10 @@ def local_optima_to_criterion(
 
     Shared by all policies of one (dataset, split, seed), like :func:`local_optima`; the key
     holds the criterion. Cost: up to ``criterion.max_epochs`` passes of every client over its
-    data, i.e. as many epochs of centralised training on the whole training set.
+    data, i.e. as many epochs of centralised training on the whole training set. Computed on
+    ``device`` like :func:`local_optima`.
     """
-    from aoi_fl.pipeline.runs import build_trainer, resolve_config
+    from aoi_fl.pipeline.runs import build_trainer, config_device, resolve_config
 
     if not isinstance(criterion, LocalOptimumCriterion):
         raise TypeError(
@@ -428,7 +433,8 @@ def local_optima_to_criterion(
             epochs=int(meta["epochs"]),
             converged=bool(meta["converged"]),
         )
-    found = local_optimum_to_criterion(build_trainer(resolved, data_root), criterion)
+    trainer = build_trainer(resolved, data_root, device or config_device(config))
+    found = local_optimum_to_criterion(trainer, criterion)
     meta = {
         "kind": "local_optimum",
         "change": found.change,

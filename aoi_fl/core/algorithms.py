@@ -35,7 +35,7 @@ import torch
 
 from aoi_fl.core.engines import sgd_step
 from aoi_fl.core.registry import PALETTE, Style, register_algorithm
-from aoi_fl.core.tensors import Params, stack, weighted_sum
+from aoi_fl.core.tensors import Params, device_of, stack, weighted_sum
 from aoi_fl.core.validation import require_choice, require_real
 
 
@@ -88,7 +88,7 @@ def update_norms(global_params: Params, updates: ClientUpdates) -> np.ndarray:
         (updates.params[k] - g).flatten(1).to(torch.float64).square().sum(dim=1)
         for k, g in global_params.items()
     )
-    return sq.sqrt().numpy()
+    return sq.sqrt().cpu().numpy()
 
 
 class Algorithm:
@@ -198,10 +198,12 @@ class FedAvg(Algorithm):
 
     def setup(self, n_clients: int, global_params: Params) -> None:
         if self.average:
+            device = device_of(global_params)
             self._sum = {
-                k: torch.zeros(v.shape, dtype=torch.float64) for k, v in global_params.items()
+                k: torch.zeros(v.shape, dtype=torch.float64, device=device)
+                for k, v in global_params.items()
             }
-            self._count.zero_()
+            self._count = torch.zeros((), dtype=torch.float64, device=device)
 
     def local_step(
         self, params: Params, grads: Params, lr: float, state: dict[str, torch.Tensor]

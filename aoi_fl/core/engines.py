@@ -452,7 +452,7 @@ def _train_sequential(
         params = {k: v[i : i + 1] for k, v in out.items()}
         client_state = {k: v[i : i + 1] for k, v in state.items()}
         for row in schedule:
-            batch = torch.from_numpy(row[row >= 0])
+            batch = torch.from_numpy(row[row >= 0]).to(data.x.device)
             leaves = {k: v[0].detach().requires_grad_() for k, v in params.items()}
             value = loss(functional_call(model, leaves, (data.x[batch],)), data.y[batch]).mean()
             grads = torch.autograd.grad(value, list(leaves.values()))
@@ -480,7 +480,8 @@ def _train_batched(
     count = len(schedules)
     steps = np.array([len(s) for s in schedules])
     order = np.argsort(-steps, kind="stable")  # still-training clients form a prefix
-    perm = None if (order == np.arange(count)).all() else torch.from_numpy(order)
+    device = data.x.device
+    perm = None if (order == np.arange(count)).all() else torch.from_numpy(order).to(device)
     params = {k: (v.clone() if perm is None else v.index_select(0, perm)) for k, v in start.items()}
     ordered_state = (
         state if perm is None else {k: v.index_select(0, perm) for k, v in state.items()}
@@ -497,7 +498,7 @@ def _train_batched(
             index[j, : len(rows)] = rows[:, :1]
             index[j, : len(rows), :width] = np.where(rows >= 0, rows, rows[:, :1])
             mask[j, : len(rows), :width] = rows >= 0
-        index_t, mask_t = torch.from_numpy(index), torch.from_numpy(mask)
+        index_t, mask_t = torch.from_numpy(index).to(device), torch.from_numpy(mask).to(device)
         for s in range(int(n_steps[0])):
             n = int((n_steps > s).sum())
             sl = slice(lo, lo + n)
@@ -518,6 +519,9 @@ def _train_batched(
 #: caches. On a 2-core Xeon (benchmarks/bench_train.py) McMahan's CNN (17 MB per client batch
 #: of 50) ran 1.5x faster one client at a time than 15 at once; SmallCNN (6 MB) was insensitive.
 CHUNK_ACTIVATION_BYTES = 32 * 2**20
+#: the same budget on a GPU, where a chunk is one batched launch and larger ones only help
+#: (McMahan's CNN: about 120 clients at once)
+GPU_CHUNK_ACTIVATION_BYTES = 2 * 2**30
 
 
 def activation_bytes(model: nn.Module, x: torch.Tensor) -> int:
@@ -598,7 +602,10 @@ class LocalTraining:
         shape = tuple(data.x.shape[1:])
         if shape not in self._activation_bytes:
             self._activation_bytes[shape] = activation_bytes(self.model, data.x[:1])
-        return max(1, CHUNK_ACTIVATION_BYTES // (self._activation_bytes[shape] * batch_size))
+        budget = (
+            CHUNK_ACTIVATION_BYTES if data.x.device.type == "cpu" else GPU_CHUNK_ACTIVATION_BYTES
+        )
+        return max(1, budget // (self._activation_bytes[shape] * batch_size))
 
     def __call__(
         self,

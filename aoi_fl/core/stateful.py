@@ -24,6 +24,7 @@ from aoi_fl.core.algorithms import Algorithm, ClientUpdates
 from aoi_fl.core.tensors import (
     Params,
     client_index,
+    device_of,
     per_client_table,
     stack,
 )
@@ -44,10 +45,11 @@ class LatestTable:
             for k, v in self.rows.items():
                 v.copy_(initial[k].to(torch.float64).expand_as(v))
         self.total = {k: v.sum(dim=0) for k, v in self.rows.items()}
+        self.device = device_of(like)
 
     def get(self, ids: np.ndarray) -> Params:
         """Copies of the rows of ``ids`` (client axis first)."""
-        idx = client_index(ids)
+        idx = client_index(ids, self.device)
         return {k: v.index_select(0, idx) for k, v in self.rows.items()}
 
     def replace(self, ids: np.ndarray, new: Params) -> Params:
@@ -55,7 +57,7 @@ class LatestTable:
 
         The sum moves by sum_i (new_i - old_i), so it is never recomputed from the N rows.
         """
-        idx = client_index(ids)
+        idx = client_index(ids, self.device)
         old = self.get(ids)
         for k, rows in self.rows.items():
             value = new[k].to(torch.float64)
@@ -98,7 +100,7 @@ class MeanGradientClient(Algorithm):
         """
         count = len(ids)
         state = {
-            f"grad_sum.{k}": torch.zeros((count, *v.shape), dtype=torch.float64)
+            f"grad_sum.{k}": torch.zeros((count, *v.shape), dtype=torch.float64, device=v.device)
             for k, v in global_params.items()
         }
         if correction is not None:
@@ -121,7 +123,7 @@ class MeanGradientClient(Algorithm):
     @staticmethod
     def mean_gradients(updates: ClientUpdates) -> Params:
         """(1/K_i) sum_k g_i^{(t,k)} per active client (float64, client axis first)."""
-        steps = torch.as_tensor(updates.steps, dtype=torch.float64)
+        steps = torch.as_tensor(updates.steps, dtype=torch.float64, device=device_of(updates.state))
         out = {}
         for name, v in updates.state.items():
             if name.startswith("grad_sum."):

@@ -25,6 +25,11 @@ def stack(params: Params, clients: int) -> Params:
     return {k: v.unsqueeze(0).repeat(clients, *([1] * v.dim())) for k, v in params.items()}
 
 
+def device_of(params: Params) -> torch.device:
+    """The device of a parameter dict (that of its first tensor; the CPU if it is empty)."""
+    return next(iter(params.values())).device if params else torch.device("cpu")
+
+
 def gather_rows(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """``table[index]`` for an integer ``index`` of any shape, through ``index_select`` on the
     first axis: the same values, bit for bit, at about 2.5x the speed of advanced indexing for
@@ -35,7 +40,9 @@ def gather_rows(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 def weighted_sum(weights: np.ndarray, stacked: torch.Tensor) -> torch.Tensor:
     """sum_i w_i x_i over the leading axis, accumulated in float64."""
-    w = torch.as_tensor(weights, dtype=torch.float64).view(-1, *([1] * (stacked.dim() - 1)))
+    w = torch.as_tensor(weights, dtype=torch.float64, device=stacked.device).view(
+        -1, *([1] * (stacked.dim() - 1))
+    )
     return (w * stacked.to(torch.float64)).sum(dim=0).to(stacked.dtype)
 
 
@@ -43,25 +50,26 @@ def per_client_table(n_clients: int, global_params: Params, dtype=None) -> Param
     """A zero tensor (n_clients, *shape) per parameter: per-client state of a method."""
     n_clients = require_int("n_clients", n_clients, minimum=1)
     return {
-        k: torch.zeros((n_clients, *v.shape), dtype=dtype or v.dtype)
+        k: torch.zeros((n_clients, *v.shape), dtype=dtype or v.dtype, device=v.device)
         for k, v in global_params.items()
     }
 
 
-def client_index(ids: np.ndarray) -> torch.Tensor:
-    """Client ids as the int64 index tensor of a table's client axis."""
-    return torch.as_tensor(np.asarray(ids, dtype=np.int64))
+def client_index(ids: np.ndarray, device: torch.device | str = "cpu") -> torch.Tensor:
+    """Client ids as the int64 index tensor of a table's client axis (on the table's device)."""
+    return torch.as_tensor(np.asarray(ids, dtype=np.int64), device=device)
 
 
 def mean_over_clients(stacked: Params, weights: torch.Tensor | None = None) -> Params:
     """sum_i w_i v_i over the client axis (default w_i = 1/|S|), in float64."""
     if not stacked:
         return {}
-    clients = next(iter(stacked.values())).shape[0]
+    first = next(iter(stacked.values()))
+    clients = first.shape[0]
     if weights is None:
-        w = torch.full((clients,), 1.0 / clients, dtype=torch.float64)
+        w = torch.full((clients,), 1.0 / clients, dtype=torch.float64, device=first.device)
     else:
-        w = weights.to(torch.float64)
+        w = weights.to(device=first.device, dtype=torch.float64)
     return {k: torch.tensordot(w, v.to(torch.float64), dims=1) for k, v in stacked.items()}
 
 

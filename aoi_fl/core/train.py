@@ -37,6 +37,7 @@ trajectory.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ from torch.func import functional_call
 from tqdm import tqdm  # plain bars: tqdm.auto warns (with a machine path) without ipywidgets
 
 from aoi_fl.core.algorithms import Algorithm, ClientUpdates, FedAvg, update_norms
+from aoi_fl.core.device import eval_batch_size, memory_hint, resolve_device
 from aoi_fl.core.engines import ENGINES, LOSSES, LocalTraining, local_batches, local_step_batches
 from aoi_fl.core.seeding import generator
 from aoi_fl.core.selection import Sampler, Selection
@@ -311,9 +313,9 @@ class RoundRecorder:
 SCREEN_KEYS = ("screen_accuracy", "client_loss_round")
 
 
-def _subset(everyone: ClientUpdates, selection: Selection) -> ClientUpdates:
+def _subset(everyone: ClientUpdates, selection: Selection, device: torch.device) -> ClientUpdates:
     """The selected clients' part of every client's updates (``everyone.ids`` = 0..n-1)."""
-    rows = torch.from_numpy(selection.ids)
+    rows = torch.from_numpy(selection.ids).to(device)
 
     def take(tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         return {k: v.index_select(0, rows) for k, v in tensors.items()}
@@ -342,6 +344,10 @@ class FederatedTrainer:
     model for every client k), every ``eval_every`` rounds and after the last round. The
     ``full_information`` mode adds the ``recorder``'s keys, one value per round; without
     ``record_clients`` the per-client lists stay empty.
+
+    ``device`` (:mod:`aoi_fl.core.device`; default ``$AOI_FL_DEVICE`` or ``auto``) is where the
+    model, the data (moved once, here), the algorithm's state and evaluation live; the sampler
+    and every record stay on the CPU.
     """
 
     model: nn.Module
@@ -353,6 +359,7 @@ class FederatedTrainer:
     feedback: Callable[[Params, ClientUpdates], np.ndarray] = update_norms
     #: used in the ``full_information`` mode only (the trainer imports no paper's metrics)
     recorder: RoundRecorder | None = None
+    device: torch.device | str | None = None
 
     def __post_init__(self) -> None:
         if self.sampler.n != len(self.data.partition):
@@ -360,6 +367,12 @@ class FederatedTrainer:
                 f"sampler has n={self.sampler.n} clients but the partition has "
                 f"{len(self.data.partition)}"
             )
+        self.device = resolve_device(None if self.device is None else str(self.device))
+        self.eval_batch_size = eval_batch_size(self.device)
+        self.model.to(self.device)
+        self.data = dataclasses.replace(
+            self.data, train=self.data.train.to(self.device), test=self.data.test.to(self.device)
+        )
         self.local = LocalTraining(
             self.model, self.settings.loss, self.settings.engine, self.settings.client_chunk
         )
@@ -391,7 +404,13 @@ class FederatedTrainer:
         return self.algorithm.reported_params(self.params)
 
     def evaluate(self) -> tuple[float, float | None]:
-        return evaluate(self.model, self.reported_params(), self.data.test, self.settings.loss)
+        return self._evaluate_on(self.data.test)
+
+    def _evaluate_on(self, split: TensorSplit) -> tuple[float, float | None]:
+        with memory_hint(self.device):
+            return evaluate(
+                self.model, self.reported_params(), split, self.settings.loss, self.eval_batch_size
+            )
 
     def client_loss_counts(self) -> np.ndarray:
         """How many samples of each client its loss subset holds (client order)."""
@@ -414,7 +433,7 @@ class FederatedTrainer:
 
     def client_loss_split(self) -> TensorSplit:
         """The samples on which per-client losses are measured (see client_loss_indices)."""
-        flat = torch.from_numpy(self.client_loss_indices())
+        flat = torch.from_numpy(self.client_loss_indices()).to(self.device)
         return TensorSplit(self.data.train.x[flat], self.data.train.y[flat])
 
     def client_losses(self, params: Params | None = None) -> list[float]:
@@ -438,9 +457,12 @@ class FederatedTrainer:
             self._loss_owner = torch.from_numpy(owner)
             self._loss_counts = torch.tensor(counts, dtype=torch.float64)
         params = self.reported_params() if params is None else params
-        per_sample = per_sample_losses(self.model, params, self._loss_split, self.settings.loss)
+        with memory_hint(self.device):
+            per_sample = per_sample_losses(
+                self.model, params, self._loss_split, self.settings.loss, self.eval_batch_size
+            )
         sums = torch.zeros(len(self._loss_counts), dtype=torch.float64)
-        sums.index_add_(0, self._loss_owner, per_sample.double())
+        sums.index_add_(0, self._loss_owner, per_sample.double().cpu())
         return (sums / self._loss_counts).tolist()
 
     def screen_split(self) -> TensorSplit:
@@ -448,7 +470,7 @@ class FederatedTrainer:
         if not hasattr(self, "_screen"):
             test = self.data.test
             take = generator(self.settings.seed, "screen").permutation(len(test))
-            rows = torch.from_numpy(np.sort(take[: self.settings.screen_samples]))
+            rows = torch.from_numpy(np.sort(take[: self.settings.screen_samples])).to(self.device)
             self._screen = TensorSplit(test.x[rows], test.y[rows])
         return self._screen
 
@@ -476,7 +498,7 @@ class FederatedTrainer:
             return
         screen = None
         if not self._target_reached():
-            screen = evaluate(self.model, self.reported_params(), self.screen_split(), s.loss)[1]
+            screen = self._evaluate_on(self.screen_split())[1]
         self.history["screen_accuracy"].append(screen)
         if scheduled or (screen is not None and screen >= s.screen_target - s.screen_margin):
             self._record_evaluation(scheduled=scheduled)
@@ -489,9 +511,10 @@ class FederatedTrainer:
         """Round t's local training of clients ``ids`` (aggregation weights ``weights``)."""
         schedules = [self._schedule(t, int(i)) for i in ids]
         start, state = self.algorithm.client_start(t, ids, self.params, lr)
-        client_params = self.local(
-            start, self.data.train, schedules, lr, self.algorithm.local_step, state
-        )
+        with memory_hint(self.device):
+            client_params = self.local(
+                start, self.data.train, schedules, lr, self.algorithm.local_step, state
+            )
         steps = np.array([len(s) for s in schedules], dtype=np.int64)
         return ClientUpdates(t, lr, ids, weights, start, client_params, state, steps)
 
@@ -507,12 +530,12 @@ class FederatedTrainer:
             all_norms = np.asarray(self.feedback(self.params, everyone), dtype=np.float64)
             self.sampler.inform(all_norms)
             selection = self.sampler.sample()
-            updates, norms = _subset(everyone, selection), all_norms[selection.ids]
+            updates, norms = _subset(everyone, selection, self.device), all_norms[selection.ids]
             if self.recorder is not None:
                 deltas = torch.cat([v.flatten(1) for v in everyone.deltas().values()], dim=1)
                 sizes = self.data.sizes.astype(np.float64)
                 record = self.recorder.record(
-                    selection, deltas.double().numpy(), sizes / sizes.sum()
+                    selection, deltas.double().cpu().numpy(), sizes / sizes.sum()
                 )
                 for key in self.recorder.keys:
                     h[key].append(record[key])
@@ -576,6 +599,7 @@ class FederatedTrainer:
             raise ValueError("checkpoint history does not have the expected records")
         self.algorithm.load_state_dict(groups["algorithm"])
         self.sampler.load_state_dict(state["sampler"])
-        self.params = {k: v.clone() for k, v in groups["params"].items()}
+        # .to() with copy: a checkpoint from any device resumes here (a clone where it matches)
+        self.params = {k: v.to(self.device, copy=True) for k, v in groups["params"].items()}
         self.round = require_int("round", state["round"], minimum=0)
         self.history = copy.deepcopy(dict(state["history"]))

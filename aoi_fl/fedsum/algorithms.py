@@ -44,7 +44,7 @@ import torch
 from aoi_fl.core.algorithms import ClientUpdates
 from aoi_fl.core.registry import PALETTE, Style, register_algorithm
 from aoi_fl.core.stateful import LatestTable, MeanGradientClient, require_server_lr
-from aoi_fl.core.tensors import Params, client_index, moved, stack
+from aoi_fl.core.tensors import Params, client_index, device_of, moved, stack
 from aoi_fl.core.validation import require_int
 
 
@@ -130,12 +130,12 @@ class FedSUMCR(FedSUM):
     def setup(self, n_clients: int, global_params: Params) -> None:
         super().setup(n_clients, global_params)
         self.z = stack(global_params, self.n)
-        self.last = torch.full((self.n,), -1, dtype=torch.int64)
+        self.last = torch.full((self.n,), -1, dtype=torch.int64, device=device_of(global_params))
 
     def client_start(
         self, t: int, ids: np.ndarray, global_params: Params, lr: float
     ) -> tuple[Params, dict[str, torch.Tensor]]:
-        idx = client_index(ids)
+        idx = client_index(ids, self.last.device)
         h = self.h.get(ids)
         gap = (t - self.last.index_select(0, idx)).to(torch.float64)
         # (eta_l/N) y_i with y_i from line 6: N (z_i - x) / (eta_g eta_l K (t - a_i)) - h_i
@@ -149,7 +149,7 @@ class FedSUMCR(FedSUM):
     def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
         new = super().aggregate(global_params, updates)
         if updates.ids.size:
-            idx = client_index(updates.ids)
+            idx = client_index(updates.ids, self.last.device)
             for k, x in global_params.items():  # z_i <- x^{(t)}, a_i <- t (line 12)
                 self.z[k].index_copy_(0, idx, x.expand(idx.numel(), *x.shape))
             self.last.index_fill_(0, idx, updates.t)

@@ -21,7 +21,15 @@ import torch
 from aoi_fl.core.algorithms import Algorithm, ClientUpdates
 from aoi_fl.core.registry import PALETTE, Style, register_algorithm
 from aoi_fl.core.stateful import LatestTable, MeanGradientClient, require_server_lr
-from aoi_fl.core.tensors import Params, cast_like, client_index, mean_over_clients, moved, stack
+from aoi_fl.core.tensors import (
+    Params,
+    cast_like,
+    client_index,
+    device_of,
+    mean_over_clients,
+    moved,
+    stack,
+)
 from aoi_fl.core.validation import require_int, require_real
 
 
@@ -56,7 +64,7 @@ class Scaffold(MeanGradientClient):
         c = self.controls.mean()
         u = self.mean_gradients(updates)
         old = self.controls.replace(updates.ids, u)
-        steps = torch.as_tensor(updates.steps, dtype=torch.float64)
+        steps = torch.as_tensor(updates.steps, dtype=torch.float64, device=self.controls.device)
         moves = {k: steps.view(-1, *([1] * v.dim())) * (v + u[k] - old[k]) for k, v in c.items()}
         return moved(global_params, mean_over_clients(moves), -self.server_lr * updates.lr)
 
@@ -133,9 +141,10 @@ class FedAU(Algorithm):
 
     def setup(self, n_clients: int, global_params: Params) -> None:
         self.n = n_clients
-        self.absent = torch.zeros(n_clients, dtype=torch.int64)
-        self.interval_sum = torch.zeros(n_clients, dtype=torch.float64)
-        self.interval_count = torch.zeros(n_clients, dtype=torch.int64)
+        self.device = device_of(global_params)
+        self.absent = torch.zeros(n_clients, dtype=torch.int64, device=self.device)
+        self.interval_sum = torch.zeros(n_clients, dtype=torch.float64, device=self.device)
+        self.interval_count = torch.zeros(n_clients, dtype=torch.int64, device=self.device)
 
     def omega(self) -> torch.Tensor:
         """Every client's current weight omega_i (an estimate of 1 / p_i)."""
@@ -151,10 +160,10 @@ class FedAU(Algorithm):
         self.absent = torch.where(closed, 0, self.absent + 1)
 
     def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
-        active = torch.zeros(self.n, dtype=torch.bool)
+        active = torch.zeros(self.n, dtype=torch.bool, device=self.device)
         new = global_params
         if updates.ids.size:
-            idx = client_index(updates.ids)
+            idx = client_index(updates.ids, self.device)
             active[idx] = True
             weights = self.omega().index_select(0, idx) / self.n
             step = mean_over_clients(updates.deltas(), weights)
@@ -194,7 +203,7 @@ class FedAWE(Algorithm):
 
     def setup(self, n_clients: int, global_params: Params) -> None:
         self.local = LatestTable(n_clients, global_params, initial=global_params)
-        self.echo = torch.ones(n_clients, dtype=torch.float64)
+        self.echo = torch.ones(n_clients, dtype=torch.float64, device=device_of(global_params))
 
     def client_start(
         self, t: int, ids: np.ndarray, global_params: Params, lr: float
@@ -209,7 +218,7 @@ class FedAWE(Algorithm):
         return {k: x * scale for k, x in v.items()}
 
     def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
-        idx = client_index(updates.ids)
+        idx = client_index(updates.ids, self.echo.device)
         if idx.numel():
             echo = self.echo.index_select(0, idx) / idx.numel()
             innovation = self._clipped(mean_over_clients(updates.deltas(), echo))

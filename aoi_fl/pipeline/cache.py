@@ -200,7 +200,7 @@ class CheckpointStore:
             data = (self.folder / str(body["tensors"])).read_bytes()
             if _sha256(data) != body["tensors_sha256"]:
                 raise CorruptEntry(f"{self.folder}: tensor file checksum mismatch")
-            tensors = torch.load(io.BytesIO(data), weights_only=True)
+            tensors = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
             return int(body["round"]), dict(tensors), body["state"]
         except (CorruptEntry, KeyError, OSError, RuntimeError, TypeError, ValueError) as exc:
             warnings.warn(f"ignoring unusable checkpoint in {self.folder}: {exc}", stacklevel=2)

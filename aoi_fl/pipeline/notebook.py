@@ -25,6 +25,7 @@ from functools import cached_property
 
 import pandas as pd
 
+from aoi_fl.core.device import describe, requested_device, resolve_device
 from aoi_fl.pipeline import plotting
 from aoi_fl.pipeline.profiles import ENV_VAR, resolve_profile
 
@@ -90,6 +91,9 @@ class NotebookSetup:
     """
 
     profile: str
+    #: the device name training runs use (``$AOI_FL_DEVICE`` or ``auto``), for a notebook that
+    #: trains (``setup(..., training=True)``); None otherwise
+    DEVICE: str | None = None
     FIGURES: str = field(default_factory=lambda: os.environ.get(FIGURES_VAR) or "../figures")
     DATA: str = "../data"
 
@@ -107,8 +111,18 @@ class NotebookSetup:
         return throwaway_folder() if self.profile == "smoke" else "../results"
 
 
-def setup(profile: str, details: str = "", *, display_width: int | None = None) -> NotebookSetup:
+def setup(
+    profile: str,
+    details: str = "",
+    *,
+    display_width: int | None = None,
+    training: bool = False,
+) -> NotebookSetup:
     """Apply the plotting style, print ``profile: <profile>[; details]`` and return the setup.
+
+    A notebook that trains passes ``training=True``: it also prints the device its missing runs
+    would train on (:mod:`aoi_fl.core.device`; results read from the cache keep the device
+    that computed them, :attr:`ExperimentResult.device`).
 
     ``profile`` must already be resolved (``profile = resolve_profile(profile)``): the notebook
     keeps using its own ``profile`` variable, and an unresolved one would let a ``cpu`` notebook
@@ -124,4 +138,8 @@ def setup(profile: str, details: str = "", *, display_width: int | None = None) 
     if display_width is not None:
         pd.set_option("display.width", display_width)
     print(f"profile: {profile}" + (f"; {details}" if details else ""))
-    return NotebookSetup(profile)
+    if not training:
+        return NotebookSetup(profile)
+    device = requested_device()
+    print(f"device: {describe(resolve_device(device))}" + ("" if device != "auto" else " (auto)"))
+    return NotebookSetup(profile, DEVICE=device)

@@ -5,6 +5,11 @@ A configuration is a JSON-serialisable dict with the sections ``dataset``, ``par
 filled in) is the key of the result cache (:mod:`aoi_fl.pipeline.cache`): the same configuration is
 never trained twice, an interrupted run resumes from its latest checkpoint, and a corrupt entry is
 recomputed.
+
+Where a run trains (:mod:`aoi_fl.core.device`) is not part of its key: ``training.device`` in a
+configuration, the ``device`` argument of :func:`run_experiment` / :func:`run_grid` or
+``$AOI_FL_DEVICE`` choose it, and a cached result is served whatever device computed it. The
+device that did is recorded with the result (:attr:`ExperimentResult.device`).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import aoi_fl.fedsum.patterns
 import aoi_fl.kvib.samplers  # noqa: F401
 from aoi_fl.core import registry
 from aoi_fl.core.algorithms import Algorithm
+from aoi_fl.core.device import requested_device
 from aoi_fl.core.models import MODELS, build_model
 from aoi_fl.core.train import (
     LR_SCHEDULES,
@@ -222,6 +228,8 @@ def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
             f"unknown: {sorted(unknown)}, missing: {sorted(missing)}"
         )
     training = dict(config.get("training", {}))
+    config_device(config)  # checked here; where a run trains is not part of its key
+    training.pop("device", None)
     if extra := set(training) - set(TRAINING_DEFAULTS) - set(OPTIONAL_TRAINING):
         raise ValueError(
             f"unknown training options {sorted(extra)}; valid: "
@@ -280,8 +288,19 @@ def client_sizes(config: Mapping[str, Any], data_root: str = "data") -> np.ndarr
     return _sizes(canonical_json(c["dataset"]), canonical_json(c["partition"]), str(data_root))
 
 
-def build_trainer(config: Mapping[str, Any], data_root: str = "data") -> FederatedTrainer:
-    """The :class:`FederatedTrainer` a configuration describes (see :func:`resolve_config`)."""
+def config_device(config: Mapping[str, Any]) -> str | None:
+    """The device a configuration names in ``training.device`` (checked), or None."""
+    name = config.get("training", {}).get("device")
+    return None if name is None else requested_device(name)
+
+
+def build_trainer(
+    config: Mapping[str, Any], data_root: str = "data", device: str | None = None
+) -> FederatedTrainer:
+    """The :class:`FederatedTrainer` a configuration describes (see :func:`resolve_config`),
+    on ``device``, else the configuration's ``training.device``, else ``$AOI_FL_DEVICE``, else
+    ``auto``."""
+    device = config_device(config) if device is None else device
     c = resolve_config(config)
     data = _federated_data(c, data_root)
     partition = data.partition
@@ -298,13 +317,16 @@ def build_trainer(config: Mapping[str, Any], data_root: str = "data") -> Federat
         lr_schedule=lr_schedule,
         algorithm=algorithm,
         recorder=KVIB_RECORDER if settings.full_information else None,
+        device=device,
     )
 
 
 @dataclass(frozen=True)
 class ExperimentResult:
     """A finished run: its resolved config, records, final model (the reported one: the last
-    global model, or the averaged iterate of an algorithm that reports it) and sampler config."""
+    global model, or the averaged iterate of an algorithm that reports it), sampler config and
+    the device that trained it (results cached before devices were recorded all trained on the
+    CPU)."""
 
     key: str
     config: dict
@@ -312,6 +334,7 @@ class ExperimentResult:
     final_params: dict[str, np.ndarray]
     sampler: dict
     cached: bool
+    device: str = "cpu"
 
     def rounds_to_target(self, target: float) -> int | None:
         h = self.history
@@ -321,7 +344,15 @@ class ExperimentResult:
 def _cached(resolved: dict, hit: tuple[dict, dict[str, np.ndarray]]) -> ExperimentResult:
     result, arrays = hit
     key = config_key(resolved)
-    return ExperimentResult(key, resolved, result["history"], arrays, result["sampler"], True)
+    return ExperimentResult(
+        key,
+        resolved,
+        result["history"],
+        arrays,
+        result["sampler"],
+        True,
+        result.get("device", "cpu"),
+    )
 
 
 def run_experiment(
@@ -333,6 +364,7 @@ def run_experiment(
     data_root: str = "data",
     checkpoint_every: int = 5,
     checkpoint_seconds: float = 30.0,
+    device: str | None = None,
 ) -> ExperimentResult:
     """The cached result of ``config``, or compute it (resuming from its latest checkpoint).
 
@@ -343,7 +375,10 @@ def run_experiment(
     again continues from the checkpoint and ends with exactly the numbers of an uninterrupted
     run.
     ``rerun=True`` ignores the cached result and any checkpoint and trains from scratch.
+    ``device`` (else the configuration's ``training.device``, ``$AOI_FL_DEVICE``, ``auto``) is
+    where a missing result is computed; a checkpoint written on another device resumes here.
     """
+    device = config_device(config) if device is None else requested_device(device)
     resolved = resolve_config(config)
     checkpoint_every = require_int("checkpoint_every", checkpoint_every, minimum=1)
     if not checkpoint_seconds >= 0:
@@ -355,14 +390,15 @@ def run_experiment(
     checkpoints = CheckpointStore(cache_dir, resolved)
     if rerun:
         checkpoints.clear()
-    trainer = build_trainer(resolved, data_root)
+    trainer = build_trainer(resolved, data_root, device)
     if (checkpoint := checkpoints.load()) is not None:
         _, tensors, state = checkpoint
         try:
             trainer.load_state_dict(tensors, state)
         except (KeyError, TypeError, ValueError) as exc:
             warnings.warn(f"ignoring unusable checkpoint (restarting the run): {exc}", stacklevel=2)
-            trainer = build_trainer(resolved, data_root)  # loading may have changed some parts
+            # loading may have changed some parts
+            trainer = build_trainer(resolved, data_root, device)
 
     last_saved = time.monotonic()
 
@@ -374,15 +410,22 @@ def run_experiment(
             last_saved = time.monotonic()
 
     history = trainer.run(progress=progress, on_round=save_checkpoint)
-    final = {k: v.numpy() for k, v in trainer.reported_params().items()}
+    final = {k: v.cpu().numpy() for k, v in trainer.reported_params().items()}
     sampler = trainer.sampler.config()
-    result = {"history": history, "sampler": sampler, "torch_version": torch.__version__}
+    result = {
+        "history": history,
+        "sampler": sampler,
+        "torch_version": torch.__version__,
+        "device": str(trainer.device),
+    }
     if not resolved["training"].get("keep_params", True):
         atomic_write_bytes(results.root / "weights" / f"{key}.npz", arrays_bytes(final))
         final = {}  # as a later cache hit gives it
     results.save(resolved, result, final)
     checkpoints.clear()
-    return ExperimentResult(key, resolved, copy.deepcopy(history), final, sampler, False)
+    return ExperimentResult(
+        key, resolved, copy.deepcopy(history), final, sampler, False, str(trainer.device)
+    )
 
 
 def cached_results(
@@ -404,12 +447,17 @@ def cached_results(
     return found, missing
 
 
-def _run_one(args: tuple[dict, str, bool, str, int | None]) -> str:
-    config, cache_dir, rerun, data_root, threads = args
+def _run_one(args: tuple[dict, str, bool, str, int | None, str | None]) -> str:
+    config, cache_dir, rerun, data_root, threads, device = args
     if threads is not None:
         torch.set_num_threads(threads)
     return run_experiment(
-        config, cache_dir=cache_dir, rerun=rerun, progress=False, data_root=data_root
+        config,
+        cache_dir=cache_dir,
+        rerun=rerun,
+        progress=False,
+        data_root=data_root,
+        device=device,
     ).key
 
 
@@ -423,6 +471,7 @@ def run_grid(
     threads: int | None = None,
     progress: bool = True,
     on_result: Callable[[int, ExperimentResult], None] | None = None,
+    device: str | None = None,
 ) -> list:
     """Results of ``configs`` (in order): cached ones are read, missing ones computed.
 
@@ -434,7 +483,12 @@ def run_grid(
     ``on_result(i, result)`` is called once per configuration as soon as its result exists
     (cached ones first, then computed ones in the order they finish), so a caller can keep
     what a grid has finished even if the grid is interrupted later.
+
+    ``device`` is where missing runs train (see :func:`run_experiment`); each configuration's
+    own ``training.device`` applies when it is None.
     """
+    configs = list(configs)
+    devices = [config_device(c) if device is None else requested_device(device) for c in configs]
     configs = [resolve_config(c) for c in configs]
     workers = require_int("workers", workers, minimum=1)
     store = ResultStore(cache_dir)
@@ -449,7 +503,7 @@ def run_grid(
     for i in sorted(set(range(len(configs))) - set(todo)):
         finish(i)
     own = threads if workers > 1 else None
-    jobs = {i: (configs[i], cache_dir, rerun, data_root, own) for i in todo}
+    jobs = {i: (configs[i], cache_dir, rerun, data_root, own, devices[i]) for i in todo}
     if workers == 1:
         for i in _progress(todo, progress and bool(todo), "runs"):
             _run_one(jobs[i])

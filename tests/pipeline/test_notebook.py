@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
+from aoi_fl.core.device import DEVICE_VAR
 from aoi_fl.pipeline import notebook
 from aoi_fl.pipeline.profiles import ENV_VAR
 
@@ -48,6 +50,21 @@ def test_setup_prints_the_profile_and_returns_the_folders(monkeypatch, capsys):
     assert (env.WORKERS, env.THREADS) == (2, 1)
     notebook.setup("paper")
     assert capsys.readouterr().out == "profile: paper\n"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="prints the CPU")
+def test_a_training_notebook_prints_its_device(monkeypatch, capsys):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.delenv(DEVICE_VAR, raising=False)
+    env = notebook.setup("cpu", training=True)
+    assert capsys.readouterr().out == "profile: cpu\ndevice: cpu (auto)\n"
+    assert env.DEVICE == "auto"
+    monkeypatch.setenv(DEVICE_VAR, "cpu")
+    assert notebook.setup("cpu", training=True).DEVICE == "cpu"
+    assert capsys.readouterr().out == "profile: cpu\ndevice: cpu\n"
+    monkeypatch.setenv(DEVICE_VAR, "cuda")
+    with pytest.raises(ValueError, match="device 'cuda' was requested"):
+        notebook.setup("cpu", training=True)
 
 
 def test_setup_refuses_a_profile_the_environment_overrides(monkeypatch):
