@@ -87,7 +87,9 @@ def make_deterministic() -> None:
     cuBLAS gets a fixed workspace (``CUBLAS_WORKSPACE_CONFIG``, read when the CUDA context
     starts), cuDNN picks deterministic kernels without benchmarking, TF32 is off (float32
     products stay float32, as on the CPU), and operations with a deterministic implementation
-    use it; those without one warn instead of failing.
+    use it; those without one warn instead of failing (the CIFAR CNNs' local response norm, whose
+    ``avg_pool3d`` backward has none, so CIFAR runs on a GPU are not repeatable bit for bit).
+    The settings are global: they stay on for the rest of the process.
     """
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.backends.cudnn.deterministic = True
@@ -105,13 +107,17 @@ def describe(device: torch.device) -> str:
 
 
 def eval_batch_size(device: torch.device) -> int:
-    """Samples per evaluation batch: ``$AOI_FL_EVAL_BATCH_SIZE`` if set, else the device's."""
+    """Samples per evaluation batch on ``device``: on a GPU ``$AOI_FL_EVAL_BATCH_SIZE`` if set,
+    else :data:`GPU_EVAL_BATCH`; on the CPU always :data:`CPU_EVAL_BATCH` (another size would
+    change the last bits of cached losses under an unchanged key)."""
+    if device.type == "cpu":
+        return CPU_EVAL_BATCH
     value = os.environ.get(EVAL_BATCH_VAR)
     if value:
         if not value.isdigit() or int(value) < 1:
             raise ValueError(f"{EVAL_BATCH_VAR} must be a positive integer, got {value!r}")
         return int(value)
-    return CPU_EVAL_BATCH if device.type == "cpu" else GPU_EVAL_BATCH
+    return GPU_EVAL_BATCH
 
 
 @contextmanager

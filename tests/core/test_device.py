@@ -73,10 +73,11 @@ def test_evaluation_batch_size_per_device_and_from_the_environment(monkeypatch):
     assert dev.eval_batch_size(torch.device("cpu")) == dev.CPU_EVAL_BATCH == 500
     assert dev.eval_batch_size(torch.device("cuda", 0)) == dev.GPU_EVAL_BATCH
     monkeypatch.setenv(dev.EVAL_BATCH_VAR, "64")
-    assert dev.eval_batch_size(torch.device("cpu")) == 64
+    assert dev.eval_batch_size(torch.device("cuda", 0)) == 64
+    assert dev.eval_batch_size(torch.device("cpu")) == 500  # the cached results' size
     monkeypatch.setenv(dev.EVAL_BATCH_VAR, "-3")
     with pytest.raises(ValueError, match=dev.EVAL_BATCH_VAR):
-        dev.eval_batch_size(torch.device("cpu"))
+        dev.eval_batch_size(torch.device("cuda", 0))
 
 
 def test_an_out_of_memory_error_names_the_settings_to_lower():
