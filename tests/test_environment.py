@@ -70,7 +70,27 @@ def test_installed_project_metadata_matches_pyproject():
     installed = sorted(
         str(Requirement(r)) for r in importlib.metadata.requires(project["name"]) or []
     )
-    assert installed == sorted(str(Requirement(d)) for d in project["dependencies"])
+    extras = [
+        f'{d}; extra == "{extra}"'
+        for extra, deps in project.get("optional-dependencies", {}).items()
+        for d in deps
+    ]
+    assert installed == sorted(str(Requirement(d)) for d in project["dependencies"] + extras)
+
+
+def test_the_optional_extras_are_pinned_and_installed_by_make_and_conda():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert set(extras) == {"flower", "ray"}
+    for deps in extras.values():
+        for dep in deps:
+            req = Requirement(dep)
+            assert "==" in dep and importlib.metadata.version(req.name) == str(
+                next(iter(req.specifier)).version
+            ), dep
+    assert "-e '.[flower,ray]'" in (ROOT / "Makefile").read_text()
+    assert "- -e .[flower,ray]" in (ROOT / "environment.yml").read_text()
 
 
 def test_python_version_agrees():

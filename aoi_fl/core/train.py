@@ -389,7 +389,8 @@ class FederatedTrainer:
             + (SCREEN_KEYS if s.screen_samples else ())
         )
 
-    def _schedule(self, t: int, client: int) -> np.ndarray:
+    def client_schedule(self, t: int, client: int) -> np.ndarray:
+        """Client ``client``'s mini-batches in round t (rows of training-set indices; -1 pads)."""
         s = self.settings
         idx = np.asarray(self.data.partition[client], dtype=np.int64)
         if s.local_steps is not None:
@@ -509,7 +510,7 @@ class FederatedTrainer:
 
     def _train(self, t: int, lr: float, ids: np.ndarray, weights: np.ndarray) -> ClientUpdates:
         """Round t's local training of clients ``ids`` (aggregation weights ``weights``)."""
-        schedules = [self._schedule(t, int(i)) for i in ids]
+        schedules = [self.client_schedule(t, int(i)) for i in ids]
         start, state = self.algorithm.client_start(t, ids, self.params, lr)
         with memory_hint(self.device):
             client_params = self.local(

@@ -18,6 +18,7 @@ import copy
 import functools
 import json
 import multiprocessing as mp
+import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -205,6 +206,8 @@ def _training_parts(
 #: and algorithm name -> constructor(**options): the registries of :mod:`aoi_fl.core.registry`,
 #: complete once the modules imported above have registered what they define
 SAMPLERS = registry.SAMPLERS
+#: where :func:`run_grid` trains missing runs: this machine's processes, or Ray
+EXECUTORS = ("local", "ray")
 ALGORITHMS = registry.ALGORITHMS
 
 
@@ -472,6 +475,8 @@ def run_grid(
     progress: bool = True,
     on_result: Callable[[int, ExperimentResult], None] | None = None,
     device: str | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> list:
     """Results of ``configs`` (in order): cached ones are read, missing ones computed.
 
@@ -486,7 +491,13 @@ def run_grid(
 
     ``device`` is where missing runs train (see :func:`run_experiment`); each configuration's
     own ``training.device`` applies when it is None.
+
+    ``executor="ray"`` sends the missing runs to Ray instead (:mod:`aoi_fl.pipeline.ray_grid`;
+    optional extra ``ray``): ``ray_address`` (default ``$RAY_ADDRESS``, else ``"local"``: a
+    local instance of ``workers`` CPUs) names the cluster, each task takes ``threads`` CPUs (1 if
+    None), and results come back to this process, which stores them in ``cache_dir``.
     """
+    require_choice("executor", executor, EXECUTORS)
     configs = list(configs)
     devices = [config_device(c) if device is None else requested_device(device) for c in configs]
     configs = [resolve_config(c) for c in configs]
@@ -504,7 +515,21 @@ def run_grid(
         finish(i)
     own = threads if workers > 1 else None
     jobs = {i: (configs[i], cache_dir, rerun, data_root, own, devices[i]) for i in todo}
-    if workers == 1:
+    if executor == "ray" and todo:
+        from aoi_fl.pipeline.ray_grid import ray_results, store_result
+
+        address = ray_address or os.environ.get("RAY_ADDRESS") or "local"
+        results_iter = ray_results(
+            {i: (configs[i], devices[i]) for i in todo},
+            data_root=data_root,
+            address=address,
+            num_cpus=workers,
+            threads=threads or 1,
+        )
+        for i, stored, arrays, weights in _progress(results_iter, progress, "runs", len(todo)):
+            store_result(cache_dir, configs[i], stored, arrays, weights)
+            finish(i)
+    elif workers == 1:
         for i in _progress(todo, progress and bool(todo), "runs"):
             _run_one(jobs[i])
             finish(i)

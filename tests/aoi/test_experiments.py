@@ -71,7 +71,7 @@ def test_trainer_takes_the_documented_number_of_steps(unit, count):
     trainer = build_trainer(config, DATA)
     for client in (0, 7, 42):
         size = len(trainer.data.partition[client])
-        assert len(trainer._schedule(3, client)) == ex.local_steps_per_round(
+        assert len(trainer.client_schedule(3, client)) == ex.local_steps_per_round(
             (unit, count), size, 50
         )
 
@@ -91,7 +91,8 @@ def test_a_seed_pairs_every_policy_on_the_same_partition_init_and_batches(name):
         )
         assert all(torch.equal(first.params[k], other.params[k]) for k in first.params)
         for t, client in ((0, 3), (17, 99)):
-            assert np.array_equal(first._schedule(t, client), other._schedule(t, client))
+            ours, theirs = first.client_schedule(t, client), other.client_schedule(t, client)
+            assert np.array_equal(ours, theirs)
         assert torch.equal(first.screen_split().x, other.screen_split().x)
     assert {t.sampler.name for t in trainers} == set(ex.panel(name, "cpu")["policies"])
 

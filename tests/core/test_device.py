@@ -106,6 +106,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @NO_GPU
 @pytest.mark.parametrize(
     "engine,algorithm,model", CASES, ids=[f"{c[0]}-{c[1]['name']}" for c in CASES]

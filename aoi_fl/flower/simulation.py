@@ -1,0 +1,113 @@
+"""One Flower simulation from one run configuration (:mod:`aoi_fl.pipeline.runs`).
+
+The server side builds the configuration's sampler, learning-rate schedule, model and test set
+exactly as the in-process trainer does (:func:`aoi_fl.pipeline.runs.build_trainer`), so for the
+same seed the Flower run selects the same clients and starts from the same model; the clients
+are :func:`aoi_fl.flower.client.client_app` nodes, one per client, run by Flower's simulation
+runtime on a local Ray instance that it starts and ends itself. The model is evaluated centrally
+on the test set every ``eval_every`` rounds, as the trainer does.
+
+Only the FedAvg aggregations (``weighted_sum`` / ``weighted_delta``) run in Flower: methods with
+client state (SCAFFOLD, the FedSUM family, ...) need more than a strategy.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, MetricRecord
+from flwr.serverapp import Grid, ServerApp
+from flwr.simulation import run_simulation
+
+from aoi_fl.flower.client import client_app
+from aoi_fl.flower.strategy import SamplerStrategy
+
+
+@dataclass(frozen=True)
+class FlowerRun:
+    """A finished Flower run: the strategy's per-round records plus the central evaluations
+    (``eval_round``, ``test_loss``, ``test_accuracy``; the trainer's keys) and the final model."""
+
+    history: dict[str, list]
+    final_params: dict[str, np.ndarray]
+
+
+def _arrays(params: dict[str, torch.Tensor]) -> ArrayRecord:
+    return ArrayRecord({k: Array(v.detach().cpu().numpy()) for k, v in params.items()})
+
+
+def run_flower(
+    config: dict[str, Any],
+    *,
+    data_root: str = "data",
+    num_cpus: int = 2,
+    on_failure: str = "renormalise",
+    timeout: float = 600.0,
+) -> FlowerRun:
+    """Train ``config`` for its ``training.rounds`` rounds in a Flower simulation.
+
+    ``num_cpus`` is the size of the local Ray instance; each virtual client takes one CPU.
+    """
+    from aoi_fl.pipeline.runs import build_trainer, resolve_config
+
+    resolved = resolve_config(config)
+    algorithm = resolved["training"]["algorithm"]
+    if algorithm["name"] != "fedavg" or set(algorithm) - {"name", "aggregation", "server_lr"}:
+        raise ValueError(
+            f"training.algorithm {algorithm} does not run in Flower: only 'fedavg' with an "
+            "aggregation ('weighted_sum' or 'weighted_delta') and a server_lr"
+        )
+    server = build_trainer(resolved, data_root, device="cpu")
+    strategy = SamplerStrategy(
+        server.sampler,
+        server.lr_schedule,
+        aggregation=server.algorithm.aggregation,
+        server_lr=server.algorithm.server_lr,
+        on_failure=on_failure,
+    )
+    rounds, every = server.settings.rounds, server.settings.eval_every
+    evaluations: dict[str, list] = {"eval_round": [], "test_loss": [], "test_accuracy": []}
+    final: dict[str, np.ndarray] = {}
+
+    def evaluate(server_round: int, arrays: ArrayRecord) -> MetricRecord | None:
+        if server_round % every and server_round != rounds:
+            return None
+        server.params = {k: torch.from_numpy(v.numpy().copy()) for k, v in arrays.items()}
+        loss, accuracy = server.evaluate()
+        evaluations["eval_round"].append(server_round)
+        evaluations["test_loss"].append(loss)
+        evaluations["test_accuracy"].append(accuracy)
+        return MetricRecord({"test_loss": loss, "test_accuracy": accuracy or 0.0})
+
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        initial = _arrays(server.params)
+        result = strategy.start(
+            grid=grid,
+            initial_arrays=initial,
+            num_rounds=rounds,
+            timeout=timeout,
+            train_config=ConfigRecord(),
+            evaluate_fn=evaluate,
+        )
+        # Flower keeps the last aggregated model: none if no round aggregated anything
+        final.update({k: v.numpy().copy() for k, v in (result.arrays or initial).items()})
+
+    run_simulation(
+        server_app=app,
+        client_app=client_app(resolved, data_root),
+        num_supernodes=server.sampler.n,
+        backend_config={
+            "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+            "init_args": {"num_cpus": num_cpus, "include_dashboard": False},
+        },
+    )
+    if not final:
+        raise RuntimeError("the Flower simulation ended without a result (see its log above)")
+    return FlowerRun({**copy.deepcopy(strategy.history), **evaluations}, final)

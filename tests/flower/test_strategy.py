@@ -1,0 +1,239 @@
+"""SamplerStrategy driven through an in-process grid: the real ClientApp, no Ray (issue 17)."""
+
+import os
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("flwr")
+
+from flwr.app import (  # noqa: E402
+    Array,
+    ArrayRecord,
+    Context,
+    Error,  # noqa: E402
+    Message,
+    RecordDict,
+)
+from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
+
+import aoi_fl.flower  # noqa: E402, F401  (telemetry switches)
+from aoi_fl.core.selection import Sampler, Selection  # noqa: E402
+from aoi_fl.flower.client import client_app  # noqa: E402
+from aoi_fl.flower.strategy import SamplerStrategy, node_map  # noqa: E402
+from aoi_fl.pipeline import runs  # noqa: E402
+
+DATA = "data"
+N = 8
+
+
+def config(sampler=None, rounds=3, aggregation="weighted_sum"):
+    return {
+        "dataset": {"name": "mnist"},
+        "partition": {"name": "dirichlet", "n_clients": N, "seed": 1, "alpha": 0.5},
+        "model": {"name": "logistic_regression", "in_features": 784, "num_classes": 10, "seed": 1},
+        "sampler": sampler or {"name": "markov_optimal", "m": 3, "m_prime": 2, "seed": 1},
+        "training": {
+            "rounds": rounds,
+            "local_steps": 2,
+            "batch_size": 16,
+            "eval_every": 1,
+            "lr": {"name": "constant", "lr": 0.1},
+            "algorithm": {"name": "fedavg", "aggregation": aggregation},
+        },
+    }
+
+
+class InProcessGrid:
+    """The two Grid calls a strategy makes, answered by a ClientApp per node in this process.
+
+    Node ids are scrambled (as Flower's are); ``partition_ids`` maps them to what each node
+    answers; ``fail`` names nodes whose training replies are errors.
+    """
+
+    def __init__(self, app, partition_ids, fail=()):
+        self.app, self.partition_ids, self.fail = app, partition_ids, set(fail)
+        self.sent = []
+
+    def get_node_ids(self):
+        return list(self.partition_ids)
+
+    def send_and_receive(self, messages, *, timeout=None):
+        replies = []
+        for message in messages:
+            node = message.metadata.dst_node_id
+            self.sent.append((message.metadata.message_type, node))
+            if node in self.fail and message.metadata.message_type == "train":
+                replies.append(Message(Error(code=1, reason="node lost"), reply_to=message))
+                continue
+            context = Context(
+                run_id=1,
+                node_id=node,
+                node_config={"partition-id": self.partition_ids[node]},
+                state=RecordDict(),
+                run_config={},
+            )
+            replies.append(self.app(message, context))
+        return replies[::-1]  # completion order is not selection order
+
+
+@pytest.fixture(autouse=True)
+def task_identity():
+    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, 1
+    yield
+    TaskIdentity.task_id = TaskIdentity.run_id = TaskIdentity.node_id = None
+
+
+def nodes(n=N):
+    return {1000 + 37 * i: int(p) for i, p in enumerate(np.random.default_rng(5).permutation(n))}
+
+
+def in_process(cfg):
+    trainer = runs.build_trainer(cfg, DATA, device="cpu")
+    trainer.run()
+    return trainer
+
+
+def flower(cfg, grid_nodes=None, fail=(), on_failure="renormalise"):
+    server = runs.build_trainer(cfg, DATA, device="cpu")
+    strategy = SamplerStrategy(
+        server.sampler,
+        server.lr_schedule,
+        aggregation=server.algorithm.aggregation,
+        server_lr=server.algorithm.server_lr,
+        on_failure=on_failure,
+    )
+    grid = InProcessGrid(client_app(runs.resolve_config(cfg), DATA), grid_nodes or nodes(), fail)
+    start = ArrayRecord({k: Array(v.numpy()) for k, v in server.params.items()})
+    result = strategy.start(grid=grid, initial_arrays=start, num_rounds=cfg["training"]["rounds"])
+    final = {k: torch.from_numpy(v.numpy().copy()) for k, v in result.arrays.items()}
+    return strategy, grid, final
+
+
+@pytest.mark.parametrize("aggregation", ["weighted_sum", "weighted_delta"])
+def test_flower_selects_and_aggregates_as_the_in_process_trainer(aggregation):
+    cfg = config(aggregation=aggregation)
+    trainer = in_process(cfg)
+    strategy, grid, final = flower(cfg)
+    h = trainer.history
+    assert strategy.history["selected"] == h["selected"]
+    assert strategy.history["weights"] == h["weights"]
+    assert strategy.history["lr"] == h["lr"]
+    np.testing.assert_allclose(strategy.history["update_norms"], h["update_norms"], rtol=1e-6)
+    for k, v in trainer.params.items():
+        np.testing.assert_allclose(final[k].numpy(), v.numpy(), rtol=0, atol=1e-6)
+    # each round's messages went to exactly the selected clients' nodes
+    client_of = {node: i for node, i in grid.partition_ids.items()}
+    trained = [client_of[node] for kind, node in grid.sent if kind == "train"]
+    assert trained == [i for ids in h["selected"] for i in ids]
+
+
+def test_the_index_query_goes_to_every_node_once():
+    _, grid, _ = flower(config(rounds=2))
+    queries = [node for kind, node in grid.sent if kind.startswith("query")]
+    assert sorted(queries) == sorted(grid.partition_ids)
+
+
+def test_node_map_accepts_a_permutation_and_names_duplicates_gaps_and_strangers():
+    assert node_map({11: 1, 7: 0, 9: 2}, 3) == {0: 7, 1: 11, 2: 9}
+    with pytest.raises(ValueError, match=r"duplicated: \{1: \[11, 9\]\}"):
+        node_map({11: 1, 7: 0, 9: 1}, 3)
+    with pytest.raises(ValueError, match=r"missing: \[2\]"):
+        node_map({11: 1, 7: 0}, 3)
+    with pytest.raises(ValueError, match=r"outside the range: \[5\]"):
+        node_map({11: 1, 7: 0, 9: 2, 4: 5}, 3)
+    with pytest.raises(ValueError, match="not an integer"):
+        node_map({11: "1", 7: 0, 9: 2}, 3)
+
+
+def test_a_grid_whose_nodes_do_not_cover_the_clients_is_refused():
+    doubled = dict(nodes())
+    first, second = list(doubled)[:2]
+    doubled[second] = doubled[first]
+    with pytest.raises(ValueError, match="duplicated"):
+        flower(config(rounds=1), grid_nodes=doubled)
+
+
+class Scripted(Sampler):
+    """Selections given in advance (round by round)."""
+
+    name = "scripted"
+
+    def __init__(self, n, rounds):
+        self.n, self.rounds = n, list(rounds)
+
+    def sample(self):
+        ids, weights = self.rounds.pop(0)
+        return Selection(np.array(ids, dtype=np.int64), np.array(weights, dtype=float))
+
+    def state_dict(self):
+        return {"rounds": self.rounds}
+
+    def load_state_dict(self, state):
+        self.rounds = list(state["rounds"])
+
+
+def drive(selection_rounds, fail=(), on_failure="renormalise"):
+    cfg = config(rounds=len(selection_rounds))
+    server = runs.build_trainer(cfg, DATA, device="cpu")
+    strategy = SamplerStrategy(Scripted(N, selection_rounds), lambda t: 0.1, on_failure=on_failure)
+    grid_nodes = {100 + i: i for i in range(N)}
+    fail_nodes = [100 + i for i in fail]
+    grid = InProcessGrid(client_app(runs.resolve_config(cfg), DATA), grid_nodes, fail_nodes)
+    start = ArrayRecord({k: Array(v.numpy()) for k, v in server.params.items()})
+    result = strategy.start(grid=grid, initial_arrays=start, num_rounds=len(selection_rounds))
+    # Flower's result holds the last aggregated model: none if no round aggregated anything
+    final = {k: v.numpy().astype(np.float64) for k, v in (result.arrays or start).items()}
+    initial = {k: v.numpy().astype(np.float64) for k, v in server.params.items()}
+    return strategy, initial, final
+
+
+def solo(client, initial):
+    from aoi_fl.flower.client import train_client
+
+    arrays = ArrayRecord({k: Array(v.astype(np.float32)) for k, v in initial.items()})
+    params, _ = train_client(runs.resolve_config(config(rounds=1)), DATA, client, 0, 0.1, arrays)
+    return {k: v.numpy().astype(np.float64) for k, v in params.items()}
+
+
+def test_an_empty_selection_keeps_the_model_and_is_recorded():
+    strategy, initial, final = drive([([], [])])
+    assert strategy.history["selected"] == [[]] and strategy.history["update_norms"] == [[]]
+    for k in initial:
+        np.testing.assert_array_equal(final[k], initial[k])
+
+
+@pytest.mark.parametrize("policy", ["renormalise", "drop"])
+def test_a_failed_reply_is_renormalised_or_dropped(policy):
+    strategy, initial, final = drive([([1, 4, 6], [0.5, 0.3, 0.2])], fail=[4], on_failure=policy)
+    assert strategy.history["failed"] == [[4]]
+    a, b = solo(1, initial), solo(6, initial)
+    if policy == "renormalise":  # surviving weights scaled to the selection's total, 1
+        wa, wb = 0.5 / 0.7, 0.2 / 0.7
+        expected = {k: wa * a[k] + wb * b[k] for k in a}
+    else:  # the failed client's update counts as zero: it returns the model it was sent
+        expected = {k: 0.5 * a[k] + 0.3 * initial[k] + 0.2 * b[k] for k in a}
+    for k in expected:
+        np.testing.assert_allclose(final[k], expected[k], rtol=0, atol=1e-6)
+
+
+def test_a_failed_reply_is_an_error_when_asked():
+    with pytest.raises(RuntimeError, match=r"clients failed: \{4: 'node lost'\}"):
+        drive([([1, 4], [0.5, 0.5])], fail=[4], on_failure="error")
+
+
+def test_a_full_information_sampler_and_bad_options_are_refused():
+    full = runs.SAMPLERS["optimal"](N, np.ones(N), k=2, seed=0)
+    with pytest.raises(ValueError, match="full information"):
+        SamplerStrategy(full, lambda t: 0.1)
+    sampler = Scripted(N, [])
+    with pytest.raises(ValueError, match="on_failure"):
+        SamplerStrategy(sampler, lambda t: 0.1, on_failure="retry")
+    with pytest.raises(ValueError, match="server_lr=0.5 needs aggregation='weighted_delta'"):
+        SamplerStrategy(sampler, lambda t: 0.1, server_lr=0.5)
+
+
+def test_importing_the_flower_package_turns_telemetry_off():
+    assert os.environ["FLWR_TELEMETRY_ENABLED"] == "0"
+    assert os.environ["RAY_USAGE_STATS_ENABLED"] == "0"
