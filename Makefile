@@ -4,6 +4,7 @@
 #   make figures NB=03      one notebook (prefix match)
 #   make figures RERUN=1    recompute cached training results instead of re-plotting them
 #   make figures DEVICE=cuda   train missing runs there (auto, cpu, cuda, cuda:N; default auto)
+#   make figures EXECUTOR=ray  train missing runs as Ray tasks (RAY_ADDRESS=... joins a cluster)
 #   make test               lint, unit tests, and every notebook under nbval in the smoke profile
 #   make test-fast          the unit tests not marked slow (under a minute): for the edit-test loop
 #   make bench              performance benchmarks (ratios against references in the same run)
@@ -16,10 +17,17 @@ PROFILE ?= cpu
 NB      ?=
 RERUN   ?= 0
 DEVICE  ?=
+EXECUTOR ?=
 export PYTHONHASHSEED := 0
 ifneq ($(DEVICE),)
 export AOI_FL_DEVICE := $(DEVICE)
 endif
+ifneq ($(EXECUTOR),)
+export AOI_FL_EXECUTOR := $(EXECUTOR)
+endif
+# nothing the project runs may report usage to Flower or Ray
+export FLWR_TELEMETRY_ENABLED := 0
+export RAY_USAGE_STATS_ENABLED := 0
 
 .PHONY: all venv data figures test test-fast lint unit nbtest bench lab clean
 

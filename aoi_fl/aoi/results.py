@@ -296,3 +296,70 @@ __all__ = [
     "speedup_table",
     "verdict",
 ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Participation of a realised trace against the theory of its policy
+
+
+def policy_theory(sampler: Any) -> dict[str, float]:
+    """Var[X] (the pooled inter-selection interval, Sec. III) and Sigma (eq. 14; Theorems 3-5)
+    of one of the four AoI policies, and the largest possible interval (``inf`` where none).
+
+    ``sampler`` is the policy's sampler (:func:`aoi_fl.aoi.samplers.make_sampler`): its sizes and
+    m (Policies 1-2) or its chain p (Policies 3-4) give the theory.
+    """
+    from aoi_fl.aoi import markov, memoryless, sigma
+
+    if sampler.name in ("markov_optimal", "markov_nonoptimal"):
+        p = sampler.p
+        age = markov.last_reachable_age(p)  # an interval ends at the latest when p_age = 1
+        return {
+            "Var[X]": markov.interval_variance(p),
+            "Sigma": sigma.sigma_markov(sampler.n, markov.selection_rate(p)),
+            "X max": float(age + 1) if p[age] >= 1.0 else float("inf"),
+        }
+    if sampler.name == "random":
+        rates = memoryless.random_rates(sampler.n, sampler.m)
+        sigma_value = sigma.sigma_random(sampler.sizes, sampler.m)
+    elif sampler.name == "probabilistic":
+        rates = memoryless.probabilistic_rates(sampler.sizes, sampler.m)
+        sigma_value = sigma.sigma_probabilistic(sampler.sizes, sampler.m)
+    else:
+        raise ValueError(f"sampler {sampler.name!r} is not one of the AoI paper's policies")
+    # pooled geometric intervals (memoryless.pooled_interval_pmf), moments in closed form:
+    # E[X | i] = 1/r, E[X^2 | i] = (2 - r)/r^2, client i's intervals in proportion to r_i
+    share = rates / rates.sum()
+    mean = float(share @ (1.0 / rates))
+    second = float(share @ ((2.0 - rates) / rates**2))
+    return {"Var[X]": second - mean**2, "Sigma": sigma_value, "X max": float("inf")}
+
+
+def participation_table(sampler: Any, selected: Sequence[Sequence[int]], weights) -> pd.DataFrame:
+    """A trace's Var[X], Sigma and tau_max / tau_avg beside the theory of ``sampler``'s policy.
+
+    ``selected`` / ``weights`` are a run's per-round records (``history["selected"]``,
+    ``history["weights"]``, the same from the in-process trainer and from a Flower run). Var[X]
+    pools every completed interval of every client, Sigma is eq. 14's sum over clients of the
+    variance of w_i(t) over the rounds, tau is the FedSUM paper's delay (``fedsum.delays``). A
+    short trace estimates them with a large error: the table gives the number of intervals.
+    """
+    from aoi_fl.core.stats import empirical_sigma_from_matrix, intervals_from_matrix
+    from aoi_fl.fedsum.delays import trace_metrics
+
+    matrix = np.zeros((len(selected), sampler.n))
+    for t, (ids, w) in enumerate(zip(selected, weights, strict=True)):
+        matrix[t, np.asarray(ids, dtype=np.int64)] = w
+    intervals = intervals_from_matrix(matrix)
+    delays = trace_metrics(selected, sampler.n)
+    theory = policy_theory(sampler)
+    rows = {
+        "Var[X]": (float(intervals.var()) if intervals.size > 1 else np.nan, theory["Var[X]"]),
+        "Sigma": (empirical_sigma_from_matrix(matrix), theory["Sigma"]),
+        "largest interval": (float(intervals.max()) if intervals.size else np.nan, theory["X max"]),
+        "tau_max": (float(delays.tau_max), np.nan),
+        "tau_avg": (float(delays.tau_avg), np.nan),
+    }
+    table = pd.DataFrame(rows, index=["trace", "theory"]).T
+    table["intervals"] = intervals.size
+    return table

@@ -8,12 +8,23 @@
 - :mod:`aoi_fl.flower.simulation`: a whole Flower simulation from one configuration.
 
 Importing this package turns Flower's and Ray's usage telemetry off for this process and the
-processes it starts (nothing the project runs may reach the network).
+processes it starts (nothing the project runs may reach the network), and keeps their
+ipywidgets notices out of notebook outputs.
 """
 
+import logging
 import os
+import warnings
 
 os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # keeps Ray from rewriting CUDA_VISIBLE_DEVICES for tasks that ask for no GPU (and its warning)
 os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+
+# Flower's modules import Ray, which in a notebook says (with a timestamp) that ipywidgets is
+# missing for progress widgets this project does not use, and through tqdm.auto warns the same:
+# a notebook's output must not change from run to run
+logging.getLogger("ray.widgets.util").setLevel(logging.WARNING)
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import tqdm.auto  # noqa: F401  (imported once, quietly)

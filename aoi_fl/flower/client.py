@@ -21,6 +21,7 @@ from flwr.clientapp import ClientApp
 
 from aoi_fl.core.tensors import stack
 from aoi_fl.core.train import FederatedTrainer
+from aoi_fl.core.validation import require_int
 from aoi_fl.flower.strategy import ARRAYS, CONFIG, INDEX_QUERY, METRICS
 
 
@@ -55,8 +56,14 @@ def train_client(
     return {k: v[0] for k, v in out.items()}, len(trainer.data.partition[client])
 
 
-def client_app(config: dict[str, Any], data_root: str = "data") -> ClientApp:
-    """A ClientApp for ``config`` (a run configuration of :mod:`aoi_fl.pipeline.runs`)."""
+def client_app(config: dict[str, Any], data_root: str = "data", threads: int = 1) -> ClientApp:
+    """A ClientApp for ``config`` (a run configuration of :mod:`aoi_fl.pipeline.runs`).
+
+    Each client trains with ``threads`` torch threads (set on every training message: Flower
+    reuses processes): a convolution's sums are split by thread, so the in-process trainer
+    gives the same bits only with the same thread count (the grids' workers use 1).
+    """
+    threads = require_int("threads", threads, minimum=1)
     app = ClientApp()
 
     @app.query(INDEX_QUERY)
@@ -66,6 +73,7 @@ def client_app(config: dict[str, Any], data_root: str = "data") -> ClientApp:
 
     @app.train()
     def train(message: Message, context: Context) -> Message:
+        torch.set_num_threads(threads)
         sent = message.content[CONFIG]
         client = client_index(context)
         params, size = train_client(

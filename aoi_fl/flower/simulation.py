@@ -14,6 +14,7 @@ client state (SCAFFOLD, the FedSUM family, ...) need more than a strategy.
 from __future__ import annotations
 
 import copy
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,10 +48,15 @@ def run_flower(
     num_cpus: int = 2,
     on_failure: str = "renormalise",
     timeout: float = 600.0,
+    quiet: bool = True,
+    threads: int = 1,
 ) -> FlowerRun:
     """Train ``config`` for its ``training.rounds`` rounds in a Flower simulation.
 
-    ``num_cpus`` is the size of the local Ray instance; each virtual client takes one CPU.
+    ``num_cpus`` is the size of the local Ray instance; each virtual client takes one CPU and
+    trains with ``threads`` torch threads (:func:`aoi_fl.flower.client.client_app`).
+    ``quiet`` keeps Flower's and Ray's progress logs (timings, addresses) to warnings and
+    errors, so that a notebook's output is the same from run to run.
     """
     from aoi_fl.pipeline.runs import build_trainer, resolve_config
 
@@ -99,15 +105,25 @@ def run_flower(
         # Flower keeps the last aggregated model: none if no round aggregated anything
         final.update({k: v.numpy().copy() for k, v in (result.arrays or initial).items()})
 
-    run_simulation(
-        server_app=app,
-        client_app=client_app(resolved, data_root),
-        num_supernodes=server.sampler.n,
-        backend_config={
-            "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
-            "init_args": {"num_cpus": num_cpus, "include_dashboard": False},
-        },
-    )
+    init_args: dict[str, Any] = {"num_cpus": num_cpus, "include_dashboard": False}
+    if quiet:
+        init_args.update(logging_level=logging.ERROR, log_to_driver=False)
+    flwr_logger = logging.getLogger("flwr")
+    level = flwr_logger.level
+    if quiet:
+        flwr_logger.setLevel(logging.ERROR)
+    try:
+        run_simulation(
+            server_app=app,
+            client_app=client_app(resolved, data_root, threads),
+            num_supernodes=server.sampler.n,
+            backend_config={
+                "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+                "init_args": init_args,
+            },
+        )
+    finally:
+        flwr_logger.setLevel(level)
     if not final:
         raise RuntimeError("the Flower simulation ended without a result (see its log above)")
     return FlowerRun({**copy.deepcopy(strategy.history), **evaluations}, final)

@@ -10,9 +10,11 @@ from run to run. :class:`SamplerStrategy` instead
    training messages to exactly the selected clients' nodes, with the round index t and the
    learning rate eta_t;
 3. aggregates the replies sorted by client index (Flower delivers them in completion order),
-   in float64, with the selection's weights: ``weighted_sum`` theta = sum_i w_i theta_i (eq. 15
+   in float64, with the selection's weights, through the in-process trainer's own FedAvg
+   (:class:`aoi_fl.core.algorithms.FedAvg`): ``weighted_sum`` theta = sum_i w_i theta_i (eq. 15
    of the AoI paper), or ``weighted_delta`` theta = theta + eta_g sum_i w_i (theta_i - theta)
-   (unbiased estimators whose weights do not sum to one);
+   (unbiased estimators whose weights do not sum to one); given the same client models, the
+   aggregate is the trainer's bit for bit;
 4. passes the update norms ||theta_i - theta||_2 back to the sampler, as the in-process
    trainer does, and records ``selected``, ``weights``, ``update_norms`` and ``lr`` per round in
    the trainer's form (:data:`aoi_fl.core.train.HISTORY_KEYS`), so the participation
@@ -31,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from logging import INFO
 
 import numpy as np
+import torch
 from flwr.app import (
     Array,
     ArrayRecord,
@@ -44,9 +47,10 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from flwr.supercore import log
 
-from aoi_fl.core.algorithms import AGGREGATIONS
+from aoi_fl.core.algorithms import ClientUpdates, FedAvg, update_norms
 from aoi_fl.core.selection import Sampler
-from aoi_fl.core.validation import require_choice, require_real
+from aoi_fl.core.tensors import stack
+from aoi_fl.core.validation import require_choice
 
 #: what a failed reply does to the round (module docstring)
 ON_FAILURE = ("renormalise", "drop", "error")
@@ -77,8 +81,8 @@ def node_map(answers: Mapping[int, object], n: int) -> dict[int, int]:
     return {i: nodes[0] for i, nodes in sorted(by_index.items())}
 
 
-def _as_float64(record: ArrayRecord) -> dict[str, np.ndarray]:
-    return {k: np.asarray(v.numpy(), dtype=np.float64) for k, v in record.items()}
+def _tensors(record: ArrayRecord) -> dict[str, torch.Tensor]:
+    return {k: torch.from_numpy(v.numpy().copy()) for k, v in record.items()}
 
 
 class SamplerStrategy(Strategy):
@@ -106,10 +110,9 @@ class SamplerStrategy(Strategy):
             )
         self.sampler = sampler
         self.lr_schedule = lr_schedule
-        self.aggregation = require_choice("aggregation", aggregation, AGGREGATIONS)
-        self.server_lr = require_real("server_lr", server_lr, minimum=0.0, strict_minimum=True)
-        if aggregation == "weighted_sum" and self.server_lr != 1.0:
-            raise ValueError(f"server_lr={server_lr} needs aggregation='weighted_delta'")
+        # FedAvg's two rules, as the in-process trainer aggregates (it checks the options)
+        self.rule = FedAvg(aggregation=aggregation, server_lr=server_lr)
+        self.aggregation, self.server_lr = self.rule.aggregation, self.rule.server_lr
         self.on_failure = require_choice("on_failure", on_failure, ON_FAILURE)
         self.nodes: dict[int, int] | None = None  # client index -> node id
         self.history: dict[str, list] = {
@@ -187,18 +190,29 @@ class SamplerStrategy(Strategy):
         used = weights[ok]
         if failed and self.on_failure == "renormalise" and used.size:
             used = used * (weights.sum() / used.sum())
-        theta = _as_float64(r["global"])
-        step = {k: np.zeros_like(v) for k, v in theta.items()}
-        norms = []
-        for i, w in zip(ids[ok], used, strict=True):  # client-index order: a fixed sum order
-            local = _as_float64(received[int(i)])
-            sq = 0.0
-            for k, g in theta.items():
-                delta = local[k] - g
-                step[k] += w * (local[k] if self.aggregation == "weighted_sum" else delta)
-                sq += float(np.square(delta).sum())
-            norms.append(np.sqrt(sq))
-        norms = np.asarray(norms, dtype=np.float64)
+        global_params = _tensors(r["global"])
+        kept = ids[ok]
+        replied = {i: _tensors(received[int(i)]) for i in kept}
+        if failed and self.on_failure == "drop" and self.aggregation == "weighted_sum" and ok.any():
+            # a failed client's update counts as zero: it returns the model it was sent
+            kept, used = ids, weights
+            replied.update({int(i): global_params for i in ids[~ok]})
+        # the trainer's own aggregation and feedback, on the replies in client-index order
+        updates = ClientUpdates(
+            t=r["t"],
+            lr=r["lr"],
+            ids=kept,
+            weights=used,
+            start=stack(global_params, kept.size),
+            params={
+                k: torch.stack([replied[int(i)][k] for i in kept]) if kept.size else v[None][:0]
+                for k, v in global_params.items()
+            },
+            state={},
+            steps=np.zeros(kept.size, dtype=np.int64),
+        )
+        norms_all = update_norms(global_params, updates)
+        norms = norms_all[np.isin(kept, ids[ok])]
         self.sampler.feedback(ids[ok], norms)
         h = self.history
         h["lr"].append(r["lr"])
@@ -209,15 +223,8 @@ class SamplerStrategy(Strategy):
         log(INFO, "aggregate_train: %d of %d selected clients replied", ok.sum(), ids.size)
         if not ok.any():
             return None, None  # nothing arrived (or nothing was selected): the model is kept
-        dtypes = {k: v.numpy().dtype for k, v in r["global"].items()}
-        if self.aggregation == "weighted_sum":
-            if failed and self.on_failure == "drop":  # a failed client's update counts as zero
-                lost = weights[~ok].sum()
-                step = {k: v + lost * theta[k] for k, v in step.items()}
-            new = step
-        else:
-            new = {k: g + self.server_lr * step[k] for k, g in theta.items()}
-        out = ArrayRecord({k: Array(np.asarray(v, dtype=dtypes[k])) for k, v in new.items()})
+        new = self.rule.aggregate(global_params, updates)
+        out = ArrayRecord({k: Array(v.numpy()) for k, v in new.items()})
         return out, MetricRecord({"clients": int(ok.sum()), "failed": len(failed)})
 
     # -- no federated evaluation: the model is evaluated centrally (``evaluate_fn``) ---------

@@ -208,6 +208,8 @@ def _training_parts(
 SAMPLERS = registry.SAMPLERS
 #: where :func:`run_grid` trains missing runs: this machine's processes, or Ray
 EXECUTORS = ("local", "ray")
+#: the environment variable that picks the executor when ``run_grid`` is not told
+EXECUTOR_VAR = "AOI_FL_EXECUTOR"
 ALGORITHMS = registry.ALGORITHMS
 
 
@@ -475,7 +477,7 @@ def run_grid(
     progress: bool = True,
     on_result: Callable[[int, ExperimentResult], None] | None = None,
     device: str | None = None,
-    executor: str = "local",
+    executor: str | None = None,
     ray_address: str | None = None,
 ) -> list:
     """Results of ``configs`` (in order): cached ones are read, missing ones computed.
@@ -492,11 +494,13 @@ def run_grid(
     ``device`` is where missing runs train (see :func:`run_experiment`); each configuration's
     own ``training.device`` applies when it is None.
 
-    ``executor="ray"`` sends the missing runs to Ray instead (:mod:`aoi_fl.pipeline.ray_grid`;
+    ``executor`` (default ``$AOI_FL_EXECUTOR``, else ``"local"``; ``make figures EXECUTOR=ray``
+    sets it) ``"ray"`` sends the missing runs to Ray instead (:mod:`aoi_fl.pipeline.ray_grid`;
     optional extra ``ray``): ``ray_address`` (default ``$RAY_ADDRESS``, else ``"local"``: a
     local instance of ``workers`` CPUs) names the cluster, each task takes ``threads`` CPUs (1 if
     None), and results come back to this process, which stores them in ``cache_dir``.
     """
+    executor = executor or os.environ.get(EXECUTOR_VAR) or "local"
     require_choice("executor", executor, EXECUTORS)
     configs = list(configs)
     devices = [config_device(c) if device is None else requested_device(device) for c in configs]

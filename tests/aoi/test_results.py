@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from aoi_fl.aoi import results
 from aoi_fl.aoi.results import final_accuracy_table, paired_differences, paired_table
 from aoi_fl.pipeline.paired import minimum_detectable_effect, paired_interval, verdict
 
@@ -141,3 +142,40 @@ def test_final_accuracy_table_of_screened_runs_uses_the_common_evaluations():
     # tails (0.9 + 0.9)/2 = 0.9 and (0.8 + 1.0)/2 = 0.9 -> mean 0.9, sd 0
     assert table.loc[("iid", "random"), "final accuracy"] == pytest.approx(0.9)
     assert table.loc[("iid", "random"), "sd over seeds"] == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize(
+    "policy", ["random", "probabilistic", "markov_optimal", "markov_nonoptimal"]
+)
+def test_a_long_trace_agrees_with_its_policy_theory(policy):
+    from aoi_fl.aoi import samplers
+
+    def build():
+        # unequal sizes (Policies 1-2 weight by size), moderately: the rarest client's intervals
+        # must fit the trace many times over, or the trace undercounts the long ones. m' = 3 < the
+        # mean interval 5 keeps the Markov chains random: with Theorem 1's deterministic
+        # intervals every client keeps its phase, and one trace cannot average over phases as
+        # Theorem 5's expectation does
+        sizes = np.linspace(1.0, 3.0, 20)
+        return samplers.make_sampler(policy, n=20, m=4, m_prime=3, sizes=sizes, seed=3)
+
+    sampler = build()
+    trace = [sampler.sample() for _ in range(6000)]
+    table = results.participation_table(
+        build(), [s.ids.tolist() for s in trace], [s.weights.tolist() for s in trace]
+    )
+    # Monte Carlo over ~24,000 intervals: a few percent of relative error
+    np.testing.assert_allclose(
+        table.loc["Var[X]", "trace"], table.loc["Var[X]", "theory"], rtol=0.08
+    )
+    np.testing.assert_allclose(table.loc["Sigma", "trace"], table.loc["Sigma", "theory"], rtol=0.05)
+    assert table.loc["largest interval", "trace"] <= table.loc["largest interval", "theory"]
+    assert table["intervals"].iloc[0] > 20000
+
+
+def test_policy_theory_refuses_other_samplers():
+    from aoi_fl.pipeline.runs import SAMPLERS
+
+    uniform = SAMPLERS["uniform"](10, np.ones(10), s=2, seed=0)
+    with pytest.raises(ValueError, match="not one of the AoI paper's policies"):
+        results.policy_theory(uniform)

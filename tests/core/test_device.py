@@ -25,6 +25,7 @@ def tiny_config(engine="auto", algorithm=None, model="logistic_regression"):
             "local_steps": 2,
             "batch_size": 8,
             "engine": engine,
+            "eval_every": 2,  # the initial and the final model: evaluations are costly here
             "client_loss_samples": 10,
             "lr": {"name": "constant", "lr": 0.05},
             "algorithm": algorithm or {"name": "fedavg"},

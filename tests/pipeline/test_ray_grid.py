@@ -60,6 +60,10 @@ def test_a_ray_grid_gives_the_local_results_and_resumes(tmp_path):
         assert all((a.final_params[k] == b.final_params[k]).all() for k in b.final_params)
 
 
-def test_an_unknown_executor_is_refused():
+def test_an_unknown_executor_is_refused(monkeypatch):
     with pytest.raises(ValueError, match="executor"):
         runs.run_grid([config(0)], executor="dask")
+    # make figures EXECUTOR=... reaches run_grid through the environment
+    monkeypatch.setenv(runs.EXECUTOR_VAR, "dask")
+    with pytest.raises(ValueError, match="unknown executor 'dask'; valid: local, ray"):
+        runs.run_grid([config(0)])
