@@ -91,6 +91,7 @@ def nodes(n=N):
 
 
 def in_process(cfg):
+    torch.set_num_threads(1)  # as client_app's clients train (the conftest restores it)
     trainer = runs.build_trainer(cfg, DATA, device="cpu")
     trainer.run()
     return trainer
