@@ -61,20 +61,8 @@ def run_flower(
     from aoi_fl.pipeline.runs import build_trainer, resolve_config
 
     resolved = resolve_config(config)
-    algorithm = resolved["training"]["algorithm"]
-    if algorithm["name"] != "fedavg" or set(algorithm) - {"name", "aggregation", "server_lr"}:
-        raise ValueError(
-            f"training.algorithm {algorithm} does not run in Flower: only 'fedavg' with an "
-            "aggregation ('weighted_sum' or 'weighted_delta') and a server_lr"
-        )
     server = build_trainer(resolved, data_root, device="cpu")
-    strategy = SamplerStrategy(
-        server.sampler,
-        server.lr_schedule,
-        aggregation=server.algorithm.aggregation,
-        server_lr=server.algorithm.server_lr,
-        on_failure=on_failure,
-    )
+    strategy = SamplerStrategy.from_trainer(server, on_failure)
     rounds, every = server.settings.rounds, server.settings.eval_every
     evaluations: dict[str, list] = {"eval_round": [], "test_loss": [], "test_accuracy": []}
     final: dict[str, np.ndarray] = {}

@@ -50,6 +50,7 @@ from flwr.supercore import log
 from aoi_fl.core.algorithms import ClientUpdates, FedAvg, update_norms
 from aoi_fl.core.selection import Sampler
 from aoi_fl.core.tensors import stack
+from aoi_fl.core.train import FederatedTrainer
 from aoi_fl.core.validation import require_choice
 
 #: what a failed reply does to the round (module docstring)
@@ -119,6 +120,24 @@ class SamplerStrategy(Strategy):
             key: [] for key in ("lr", "selected", "weights", "update_norms", "failed")
         }
         self._round: dict | None = None
+
+    @classmethod
+    def from_trainer(cls, trainer: FederatedTrainer, on_failure: str = "renormalise"):
+        """The strategy of an in-process trainer's run: its sampler, learning-rate schedule and
+        FedAvg rule. Other algorithms (client state, averaged iterates, projections) are refused."""
+        rule = trainer.algorithm
+        if type(rule) is not FedAvg or rule.options():
+            raise ValueError(
+                f"training.algorithm {rule.config()} does not run in Flower: only 'fedavg' with "
+                "an aggregation ('weighted_sum' or 'weighted_delta') and a server_lr"
+            )
+        return cls(
+            trainer.sampler,
+            trainer.lr_schedule,
+            aggregation=rule.aggregation,
+            server_lr=rule.server_lr,
+            on_failure=on_failure,
+        )
 
     # -- the node map ------------------------------------------------------------------------
 

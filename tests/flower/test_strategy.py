@@ -99,13 +99,7 @@ def in_process(cfg):
 
 def flower(cfg, grid_nodes=None, fail=(), on_failure="renormalise"):
     server = runs.build_trainer(cfg, DATA, device="cpu")
-    strategy = SamplerStrategy(
-        server.sampler,
-        server.lr_schedule,
-        aggregation=server.algorithm.aggregation,
-        server_lr=server.algorithm.server_lr,
-        on_failure=on_failure,
-    )
+    strategy = SamplerStrategy.from_trainer(server, on_failure)
     grid = InProcessGrid(client_app(runs.resolve_config(cfg), DATA), grid_nodes or nodes(), fail)
     start = ArrayRecord({k: Array(v.numpy()) for k, v in server.params.items()})
     result = strategy.start(grid=grid, initial_arrays=start, num_rounds=cfg["training"]["rounds"])
