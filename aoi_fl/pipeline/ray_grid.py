@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 # keeps Ray from rewriting CUDA_VISIBLE_DEVICES for tasks that ask for no GPU (and its warning)
 os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
 
