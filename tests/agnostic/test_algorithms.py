@@ -265,8 +265,8 @@ def test_agnostic_fedavg_averaged_iterate_solves_problem_3():
         on_round=lambda tr: iterates.append(
             np.concatenate(
                 [
-                    tr.params["1.weight"].double().numpy().ravel(),
-                    tr.params["1.bias"].double().numpy(),
+                    tr.params["1.weight"].double().cpu().numpy().ravel(),
+                    tr.params["1.bias"].double().cpu().numpy(),
                 ]
             )
         )
@@ -420,7 +420,7 @@ def test_zero_start_and_averaged_iterate_is_the_mean_of_the_global_models():
     trainer.run(on_round=lambda tr: iterates.append({k: v.clone() for k, v in tr.params.items()}))
     reported = trainer.reported_params()
     for k, v in reported.items():
-        total = torch.zeros(v.shape, dtype=torch.float64)
+        total = torch.zeros(v.shape, dtype=torch.float64, device=v.device)
         for it in iterates:  # the same float64 sum, in the same order: exact
             total += it[k].to(torch.float64)
         assert torch.equal(v, (total / len(iterates)).to(v.dtype))

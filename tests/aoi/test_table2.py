@@ -26,8 +26,11 @@ least-squares optimum is bounded from the convergence rate of gradient descent (
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+import torch
 
 from aoi_fl.aoi import experiments as ex
 from aoi_fl.aoi.skew import LocalOptimumCriterion, skew_of_run, skew_sensitivity
@@ -205,6 +208,11 @@ def test_local_optima_are_gradient_descent_from_theta0_and_reach_least_squares(p
     again = ex.local_optima_to_criterion(config(partition), criterion, cache_dir=cache)
     np.testing.assert_array_equal(again.losses, opt.losses)
     assert again.epochs == opt.epochs and again.converged
+    # where both were computed is recorded beside them (not in the key, as for runs)
+    stored = [json.loads(p.read_text())["result"] for p in tmp_path.glob("runs/*/result.json")]
+    assert len(stored) == 2
+    assert all(r["kind"] == "local_optimum" and r["device"] == "cpu" for r in stored)
+    assert all(r["torch_version"] == torch.__version__ for r in stored)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def config(sampler="kvib", rounds=4, k=3, **training):
 
 
 def flat(params):
-    return torch.cat([v.flatten() for v in params.values()]).double().numpy()
+    return torch.cat([v.flatten() for v in params.values()]).double().cpu().numpy()
 
 
 @pytest.mark.slow
@@ -55,7 +55,12 @@ def test_records_and_their_meaning(sampler):
         before = trainer.params
         n = len(trainer.data.partition)
         everyone = trainer._train(trainer.round, 0.02, np.arange(n), np.zeros(n))
-        g = torch.cat([v.flatten(1) for v in everyone.deltas().values()], dim=1).double().numpy()
+        g = (
+            torch.cat([v.flatten(1) for v in everyone.deltas().values()], dim=1)
+            .double()
+            .cpu()
+            .numpy()
+        )
         trainer.run_round()
         # with weighted_delta and server_lr 1 the model moves by exactly d = sum_S w_i g_i
         d = flat(trainer.params) - flat(before)
