@@ -444,6 +444,7 @@ def local_optima_to_criterion(
             changes=arrays["changes"],
             epochs=int(meta["epochs"]),
             converged=bool(meta["converged"]),
+            device=meta.get("device", "cpu"),  # entries older than the field: all CPU
         )
     trainer = build_trainer(resolved, data_root, device or config_device(config))
     found = local_optimum_to_criterion(trainer, criterion)
@@ -544,6 +545,7 @@ SKEW_COLUMNS = (
     "rho_lower (min_t)",
     "rho_upper (max_t, theta*)",
     "seeds",
+    "F* device",
 )
 
 
@@ -575,7 +577,8 @@ def selection_skew(
       :class:`aoi_fl.aoi.skew.LocalOptimumCriterion`);
     - ``rho_lower (min_t)``: the minimum over the rounds used of rho(S_t, theta_t) (eq. 25);
       ``rho_upper (max_t, theta*)``: the maximum over every round of rho(S_t, theta*) (eq. 26);
-    - ``seeds``: the number of runs.
+    - ``seeds``: the number of runs; ``F* device``: where the local optima were trained
+      (:attr:`aoi_fl.aoi.skew.LocalOptimum.device`, the distinct devices joined by ", ").
 
     Runs of one (split, policy) must differ only in their seeds (one panel at a time).
     """
@@ -599,11 +602,12 @@ def selection_skew(
                 f"results: the runs of ({split}, {policy}) differ in more than their seeds; "
                 "pass one panel's results at a time"
             )
-        values = []
+        values, devices = [], set()
         for run in runs:
             optimum = local_optima_to_criterion(
                 run.config, criterion, cache_dir=cache_dir, data_root=data_root
             )
+            devices.add(optimum.device)
             sizes = client_sizes(run.config, data_root)
             s = skew_sensitivity(run.history, sizes, optimum.losses, optimum.residual)
             e = s.estimate
@@ -639,6 +643,7 @@ def selection_skew(
                 "rho_lower (min_t)": mean[8],
                 "rho_upper (max_t, theta*)": mean[9],
                 "seeds": len(runs),
+                "F* device": ", ".join(sorted(devices)),
             }
         )
     return pd.DataFrame(rows, columns=["split", "policy", *SKEW_COLUMNS]).set_index(

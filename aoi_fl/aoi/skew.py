@@ -155,6 +155,7 @@ class LocalOptimum:
     changes: np.ndarray  # the mean change after every chunk (the last one is ``change``)
     epochs: int  # epochs trained
     converged: bool  # change <= tol (else max_epochs were reached)
+    device: str = "cpu"  # where the solo training ran (CPU and GPU agree only to rounding)
 
 
 def _mean_change(before: np.ndarray, after: np.ndarray, q: np.ndarray) -> float:
@@ -201,6 +202,7 @@ def local_optimum_to_criterion(
         changes=np.array(changes),
         epochs=len(changes) * criterion.chunk_epochs,
         converged=changes[-1] <= criterion.tol,
+        device=str(trainer.device),
     )
 
 
