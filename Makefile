@@ -8,9 +8,10 @@
 #   make test               lint, unit tests, and every notebook under nbval in the smoke profile
 #   make test-fast          the unit tests not marked slow (under a minute): for the edit-test loop
 #   make bench              performance benchmarks (ratios against references in the same run)
-#   make lab                JupyterLab on the project
+#   make lab                JupyterLab on the notebooks (LAB_IP, LAB_PORT; --allow-root when root)
 
-PYTHON3 ?= python3
+# the venv's interpreter: the pins are tested on Python 3.11 only (pyproject's requires-python)
+PYTHON3 ?= $(shell command -v python3.11 2>/dev/null || echo python3)
 VENV    := .venv
 PY      := $(VENV)/bin/python
 PROFILE ?= cpu
@@ -18,6 +19,11 @@ NB      ?=
 RERUN   ?= 0
 DEVICE  ?=
 EXECUTOR ?=
+LAB_IP  ?= 127.0.0.1
+LAB_PORT ?= 8888
+LAB_ARGS ?=
+# JupyterLab will not start as root without this flag, and containers usually run as root
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 export PYTHONHASHSEED := 0
 ifneq ($(DEVICE),)
 export AOI_FL_DEVICE := $(DEVICE)
@@ -29,17 +35,27 @@ endif
 export FLWR_TELEMETRY_ENABLED := 0
 export RAY_USAGE_STATS_ENABLED := 0
 
-.PHONY: all venv data figures test test-fast lint unit nbtest bench lab clean
+.PHONY: all venv check-python data figures test test-fast lint unit nbtest bench lab clean
 
 all: figures
 
 venv: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
+	@$(MAKE) --no-print-directory check-python
 	$(PYTHON3) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[flower,ray]'
 	touch $@
+
+# before pip stops with a requires-python error deep inside the install: say what to do
+check-python:
+	@$(PYTHON3) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null || { \
+	  echo "aoi-fl needs Python 3.11, but PYTHON3=$(PYTHON3) is: $$($(PYTHON3) --version 2>&1)." >&2; \
+	  echo "Install Python 3.11 (e.g. apt install python3.11 python3.11-venv) and run make again" >&2; \
+	  echo "(python3.11 is picked up by itself), or name it: make figures PYTHON3=/path/to/python3.11," >&2; \
+	  echo "or use conda: conda env create -f environment.yml. Only 3.11 is tested (README)." >&2; \
+	  exit 1; }
 
 # always data/: the notebooks read ../data
 data: venv
@@ -68,7 +84,8 @@ bench: venv data
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 lab: venv data
-	$(VENV)/bin/jupyter lab notebooks
+	@echo "JupyterLab on the notebooks: open the http://$(LAB_IP):$(LAB_PORT)/lab?token=... URL it prints below (Ctrl-C stops it)"
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) $(LAB_ROOT) $(LAB_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

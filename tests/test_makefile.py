@@ -1,0 +1,115 @@
+"""The Makefile's entry points a newcomer meets first: the interpreter check and `make lab`."""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MAKE = shutil.which("make")
+pytestmark = pytest.mark.skipif(MAKE is None, reason="make is not installed")
+
+
+def make(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [MAKE, "--no-print-directory", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **kwargs,
+    )
+
+
+def fake_python(tmp_path: Path, version: str) -> Path:
+    # answers --version like that interpreter and fails everything else, as 3.12 fails the check
+    path = tmp_path / "python3"
+    path.write_text(
+        f'#!/bin/sh\n[ "$1" = "--version" ] && echo "Python {version}" && exit 0\nexit 1\n'
+    )
+    path.chmod(0o755)
+    return path
+
+
+def test_the_running_interpreter_passes_the_check():
+    done = make("check-python", f"PYTHON3={sys.executable}")
+    assert done.returncode == 0, done.stderr
+
+
+def test_another_python_stops_with_what_to_do(tmp_path):
+    fake = fake_python(tmp_path, "3.12.3")
+    done = make("check-python", f"PYTHON3={fake}")
+    assert done.returncode != 0
+    assert f"aoi-fl needs Python 3.11, but PYTHON3={fake} is: Python 3.12.3." in done.stderr
+    for advice in ("apt install python3.11", "PYTHON3=/path/to/python3.11", "environment.yml"):
+        assert advice in done.stderr
+
+
+def test_the_venv_is_built_only_after_the_check():
+    # a dry run of the venv's recipe from scratch: the check comes before `python -m venv`
+    done = make("-n", "-W", "pyproject.toml", "venv", f"PYTHON3={sys.executable}")
+    lines = done.stdout.splitlines()
+    check = next(i for i, line in enumerate(lines) if "check-python" in line)
+    build = next(i for i, line in enumerate(lines) if "-m venv" in line)
+    assert check < build
+
+
+def test_lab_adds_allow_root_exactly_when_run_as_root():
+    command = make("-n", "lab").stdout.splitlines()[-1]
+    assert "jupyter lab" in command
+    assert ("--allow-root" in command) == (os.geteuid() == 0)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_make_lab_serves_and_stops():
+    port, token = free_port(), "aoi-fl-test-token"
+    proc = subprocess.Popen(
+        [
+            MAKE,
+            "--no-print-directory",
+            "lab",
+            f"LAB_PORT={port}",
+            f"LAB_ARGS=--IdentityProvider.token={token}",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # the whole group (make, jupyter) is stopped below
+    )
+    url = f"http://127.0.0.1:{port}/api/status?token={token}"
+    status, deadline = None, time.monotonic() + 90
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as reply:
+                    status = reply.status
+                break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.5)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            output = proc.communicate(timeout=30)[0]
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            output = proc.communicate()[0]
+    assert status == 200, output[-3000:]
+    # the line the Makefile prints, and JupyterLab's own URL to open (it masks a given token)
+    assert f"open the http://127.0.0.1:{port}/lab?token=" in output
+    assert re.search(rf"ServerApp\] http://127\.0\.0\.1:{port}/lab\?token=", output), output[-3000:]
