@@ -42,6 +42,10 @@ with 1 thread, training 81-84% of the matmul rate, evaluation 66-76% (full test 
 A larger evaluation batch does not help (1000 or 2000: 0.89-0.98x of batch 500); a
 channels-last input does (1.15-1.45x, 68-88% of the matmul rate), and with the ReLUs after the
 max-pools as well 1.15-1.38x (59-94%), the same accuracy, losses within 1.3e-8.
+On the idle machine (``--quick --threads 1``, load average below 1, 2026-11-24) the matmul ran
+at 88.6 GFLOP/s and the shares are lower: training 58%, evaluation 39% (batch 100: 61%;
+channels-last with the ReLUs after the pools: 65%), 9.5 s per round of the main panel. The 70%
+target is not met on an idle machine; the shares above were flattered by a matmul slowed by load.
 
 Run: ``.venv/bin/python benchmarks/bench_round.py [--threads 1 2] [--repeats 3] [--quick]``
 (``--threads`` default: torch's current setting; ``--quick``: 2 repeats). About 1.5 min per
