@@ -152,7 +152,10 @@ def test_smoke_profile_runs_the_selection_in_a_scratch_folder(monkeypatch, capsy
     # bug: a smoke run overwrote the committed notebooks with its cheap outputs
     assert notebooks_snapshot() == before
     selected = sorted(p.name for p in runner.NOTEBOOKS.glob("0*.ipynb"))
-    assert selected[0] == "01_markov_chain.ipynb" and len(selected) == 9
+    # the claims ledger reads what the others computed: it runs last
+    selected = [*selected[1:], selected[0]]
+    assert selected[0] == "01_markov_chain.ipynb" and len(selected) == 10
+    assert selected[-1] == "00_claims.ipynb"
     # in order, each from notebooks/ into one temporary folder, under its own name
     assert [c["input"] for c in papermill_calls] == [runner.NOTEBOOKS / n for n in selected]
     assert [c["output"].name for c in papermill_calls] == selected
@@ -166,7 +169,7 @@ def test_smoke_profile_runs_the_selection_in_a_scratch_folder(monkeypatch, capsy
     assert params["01_markov_chain.ipynb"] == {"profile": "smoke"}
     assert params["09_agnostic_vs_weighted.ipynb"] == {"profile": "smoke", "rerun": False}
     # each executed copy was stripped of papermill's run-dependent metadata
-    assert len(stripped) == 9
+    assert len(stripped) == 10
     assert all("papermill" not in nb["metadata"] for nb in stripped)
     assert all("execution" not in cell["metadata"] for nb in stripped for cell in nb["cells"])
     out = capsys.readouterr().out

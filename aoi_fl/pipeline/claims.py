@@ -1,0 +1,166 @@
+"""The claims ledger: every number a paper prints and every claim it makes, against ours.
+
+A :class:`Claim` holds one row: where the paper says it, what it says, its value, ours with the
+spread over seeds, the verdict and the notebook that shows it. Each paper's module builds its rows
+from the cached results and the library (``aoi_fl.<paper>.claims``), never from notebook outputs,
+so the ledger stays true when a result is recomputed; :func:`ledger` gathers them.
+
+Verdicts (:data:`VERDICTS`):
+
+- a printed number from one run of the paper (rounds to a target, a table entry) is compared with
+  the spread of our runs: "held" when it lies inside the 95% prediction interval of one more run,
+  mean +/- t * sd * sqrt(1 + 1/n) over our n seeds (:func:`run_verdict`), "not held" outside,
+  "inconclusive" with fewer than 2 seeds;
+- a number the theory fixes (a closed form) is "held" within a stated relative tolerance
+  (:func:`value_verdict`);
+- a comparison between methods takes the verdict of its paired interval over seeds
+  (:func:`aoi_fl.pipeline.paired.verdict` and the notebooks' own rules);
+- "not computable here": the data cannot be had on this machine (CIFAR).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from aoi_fl.core.validation import require_choice
+
+VERDICTS = (
+    "held",
+    "held (smaller effect than claimed)",
+    "not held",
+    "inconclusive",
+    "inconclusive at this power",
+    "inconclusive at this budget",
+    "not computable here",
+)
+PAPERS = {
+    "aoi": "Javani & Wang, Balancing Client Participation in FL Using AoI",
+    "agnostic": "agnostic FedAvg under unknown participation",
+    "kvib": "K-Vib sampler",
+    "fedsum": "FedSUM family",
+}
+COLUMNS = (
+    "paper",
+    "ref",
+    "claim",
+    "paper value",
+    "ours",
+    "spread",
+    "difference",
+    "verdict",
+    "notebook",
+)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One row of the ledger.
+
+    ``paper_value`` and ``ours`` are numbers where the paper prints one (else None: a
+    qualitative claim); ``spread`` says how ``ours`` varies (over seeds, size draws...);
+    ``printed_as`` is a regular expression whose first group finds the same verdict in the
+    notebook's committed outputs (tests/test_claims.py checks that both agree).
+    """
+
+    key: str
+    paper: str
+    ref: str
+    claim: str
+    paper_value: float | None
+    ours: float | None
+    spread: str
+    verdict: str
+    notebook: str
+    printed_as: str | None = None
+
+    def __post_init__(self) -> None:
+        require_choice("paper", self.paper, tuple(PAPERS))
+        require_choice("verdict", self.verdict, VERDICTS)
+
+    @property
+    def difference(self) -> float | None:
+        """ours - paper, where both are numbers."""
+        if self.paper_value is None or self.ours is None:
+            return None
+        return self.ours - self.paper_value
+
+
+def prediction_verdict(
+    paper_value: float, mean: float, sd: float, n: int, level: float = 0.95
+) -> tuple[str, str]:
+    """(spread, verdict) for a number the paper reports from one run, given our ``n`` runs.
+
+    The paper's run is one draw: it is compared with the ``level`` prediction interval of one
+    more of our runs, mean +/- t_{n-1} * sd * sqrt(1 + 1/n).
+    """
+    if n < 2 or not np.isfinite(sd):
+        return f"{n} seed{'s' if n != 1 else ''}", "inconclusive"
+    half = scipy_stats.t.ppf(0.5 + level / 2, n - 1) * sd * math.sqrt(1 + 1 / n)
+    low, high = mean - half, mean + half
+    verdict = "held" if low <= paper_value <= high else "not held"
+    return f"sd {sd:.3g} over {n} seeds; {level:.0%} prediction [{low:.3g}, {high:.3g}]", verdict
+
+
+def run_verdict(
+    paper_value: float, values: Sequence[float | None], level: float = 0.95
+) -> tuple[float, str, str]:
+    """(our mean, its spread, verdict) of :func:`prediction_verdict` from our per-seed values
+    (None or NaN: that seed gave none, e.g. the target was never reached)."""
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    if v.size == 0:
+        return float("nan"), "no run gave a value", "inconclusive"
+    sd = float(v.std(ddof=1)) if v.size > 1 else float("nan")
+    spread, verdict = prediction_verdict(paper_value, float(v.mean()), sd, int(v.size), level)
+    if v.size < len(values):
+        spread += f" ({len(values) - v.size} of {len(values)} seeds gave none)"
+    return float(v.mean()), spread, verdict
+
+
+def value_verdict(paper_value: float, ours: float, rtol: float) -> str:
+    """ "held" when a deterministic value is within ``rtol`` (relative) of the paper's."""
+    return "held" if abs(ours - paper_value) <= rtol * abs(paper_value) else "not held"
+
+
+def ledger(builders: Iterable[Callable[[], list[Claim]]] | None = None):
+    """Every paper's claims as one table (columns :data:`COLUMNS`, indexed by key).
+
+    ``builders``: functions returning a paper's claims; by default the four papers' modules
+    with the ``cpu`` profile's cached results (see :func:`default_builders`).
+    """
+    import pandas as pd
+
+    rows = []
+    for build in builders if builders is not None else default_builders():
+        for c in build():
+            rows.append(
+                {
+                    "key": c.key,
+                    "paper": c.paper,
+                    "ref": c.ref,
+                    "claim": c.claim,
+                    "paper value": c.paper_value,
+                    "ours": c.ours,
+                    "spread": c.spread,
+                    "difference": c.difference,
+                    "verdict": c.verdict,
+                    "notebook": c.notebook,
+                }
+            )
+    table = pd.DataFrame(rows, columns=["key", *COLUMNS])
+    if table["key"].duplicated().any():
+        raise ValueError(f"duplicate claim keys: {sorted(table['key'][table['key'].duplicated()])}")
+    return table.set_index("key")
+
+
+def default_builders(
+    profile: str = "cpu", results_dir: str = "results", data_root: str = "data"
+) -> list[Callable[[], list[Claim]]]:
+    """The papers whose claims are in the ledger, reading ``profile``'s cached results."""
+    from aoi_fl.aoi import claims as aoi_claims
+
+    return [lambda: aoi_claims.claims(profile, results_dir=results_dir, data_root=data_root)]

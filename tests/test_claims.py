@@ -1,0 +1,158 @@
+"""The claims ledger: its verdict rules, and agreement with the README and the notebooks."""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from scipy import stats
+
+from aoi_fl.pipeline import claims
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ---------------------------------------------------------------------------------------------
+# verdict rules
+
+
+def test_prediction_interval_of_one_more_run_by_hand():
+    # 3 seeds 35, 36, 36: mean 35.667, sd 0.577; t_{0.975, 2} = 4.303; sqrt(1 + 1/3) = 1.155
+    half = 4.302652729911275 * math.sqrt(1 / 3) * math.sqrt(4 / 3)
+    mean, spread, verdict = claims.run_verdict(45, [35, 36, 36])
+    assert mean == pytest.approx(107 / 3)
+    assert verdict == "not held"
+    assert f"[{107 / 3 - half:.3g}, {107 / 3 + half:.3g}]" in spread
+    assert claims.run_verdict(37, [35, 36, 36])[2] == "held"  # 37 < 35.667 + 2.87
+
+
+@given(
+    values=st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=12),
+    offset=st.floats(-5, 5),
+)
+def test_the_verdict_is_the_prediction_interval(values, offset):
+    v = np.array(values)
+    sd = v.std(ddof=1)
+    half = stats.t.ppf(0.975, v.size - 1) * sd * math.sqrt(1 + 1 / v.size)
+    assume(half > 1e-6 and abs(abs(offset) - 1) > 1e-6)  # on the boundary rounding decides
+    paper = v.mean() + offset * half
+    expected = "held" if abs(offset) < 1 else "not held"
+    assert claims.run_verdict(paper, values)[2] == expected
+
+
+def test_fewer_than_two_seeds_is_inconclusive_and_missing_seeds_are_said():
+    assert claims.run_verdict(10, [12])[2] == "inconclusive"
+    assert claims.run_verdict(10, [None, float("nan")])[1:] == (
+        "no run gave a value",
+        "inconclusive",
+    )
+    _, spread, _ = claims.run_verdict(10, [9, 11, None])
+    assert "(1 of 3 seeds gave none)" in spread
+
+
+def test_value_verdict_is_relative():
+    assert claims.value_verdict(0.061, 0.0610285, 0.05) == "held"
+    assert claims.value_verdict(0.055, 0.0610285, 0.05) == "not held"
+
+
+def test_a_claim_names_a_bad_paper_or_verdict():
+    row = dict(key="k", ref="r", claim="c", paper_value=1.0, ours=2.0, spread="", notebook="n")
+    with pytest.raises(ValueError, match="paper"):
+        claims.Claim(paper="other", verdict="held", **row)
+    with pytest.raises(ValueError, match="verdict.*'maybe'"):
+        claims.Claim(paper="aoi", verdict="maybe", **row)
+    c = claims.Claim(paper="aoi", verdict="held", **row)
+    assert c.difference == 1.0
+    assert claims.Claim(paper="aoi", verdict="held", **{**row, "ours": None}).difference is None
+
+
+def test_duplicate_keys_are_refused():
+    row = claims.Claim("k", "aoi", "r", "c", 1.0, 1.0, "", "held", "n")
+    with pytest.raises(ValueError, match="duplicate claim keys: \\['k'\\]"):
+        claims.ledger([lambda: [row, row]])
+
+
+# ---------------------------------------------------------------------------------------------
+# the ledger of the committed cache against the README and the notebooks
+
+
+@pytest.fixture(scope="module")
+def ledger():
+    return claims.ledger(claims.default_builders("cpu", str(ROOT / "results"), str(ROOT / "data")))
+
+
+def findings() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## What the notebooks found")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+VERDICT = "|".join(re.escape(v) for v in sorted(claims.VERDICTS, key=len, reverse=True))
+
+
+@pytest.mark.slow
+def test_every_bold_verdict_in_the_readme_findings_is_the_ledgers(ledger):
+    section = findings()
+    tagged = re.findall(rf"\*\*({VERDICT})\*\*<!--(.*?)-->", section, flags=re.S)
+    bold = re.findall(rf"\*\*({VERDICT})\*\*", section)
+    assert len(tagged) == len(bold), "a bold verdict in the README findings has no ledger key"
+    assert len(tagged) >= 10
+    for verdict, keys in tagged:
+        for key in keys.split():
+            assert key in ledger.index, f"README names {key}, which the ledger does not have"
+            assert ledger.loc[key, "verdict"] == verdict, (key, verdict, ledger.loc[key])
+
+
+def notebook_text(name: str) -> str:
+    nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
+    parts = []
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            parts.append("".join(out.get("text", "")))
+            parts.append("".join(out.get("data", {}).get("text/plain", "")))
+    return "\n".join(parts)
+
+
+@pytest.mark.slow
+def test_a_notebook_prints_the_verdict_its_ledger_row_has(ledger):
+    from aoi_fl.pipeline.claims import default_builders
+
+    rows = [
+        c
+        for build in default_builders("cpu", str(ROOT / "results"), str(ROOT / "data"))
+        for c in build()
+        if c.printed_as
+    ]
+    assert len(rows) >= 4
+    for c in rows:
+        found = re.search(c.printed_as, notebook_text(c.notebook), flags=re.M)
+        assert found, f"{c.key}: no line matching {c.printed_as!r} in {c.notebook}"
+        assert found.group(1) == c.verdict, (c.key, found.group(0), c.verdict)
+
+
+@pytest.mark.slow
+def test_every_number_of_the_aoi_papers_sec_v_and_table_ii_has_a_row(ledger):
+    from aoi_fl.aoi import experiments
+
+    for (dataset, split), reported in experiments.PAPER_ROUNDS_TO_TARGET.items():
+        fig = {"mnist": "fig5", "cifar10": "fig6", "cifar100": "fig7"}[dataset]
+        for policy, value in reported.items():
+            assert ledger.loc[f"aoi.{fig}.rounds.{split}.{policy}", "paper value"] == value
+    for policy, columns in experiments.PAPER_SKEW.items():
+        for dataset, value in columns.items():
+            keys = [k for k in ledger.index if k.startswith(f"aoi.table2.{dataset}.{policy}")]
+            assert keys and all(ledger.loc[k, "paper value"] == value for k in keys)
+
+
+@pytest.mark.slow
+def test_the_committed_ledger_notebook_prints_the_ledger(ledger):
+    # what 00_claims shows is the ledger of the committed cache (re-run make figures NB=00 if not)
+    text = notebook_text("00_claims")
+    for key, row in ledger.iterrows():
+        line = next((ln for ln in text.splitlines() if ln.startswith(key + " ")), None)
+        assert line is not None, f"{key} is missing from 00_claims' output"
+        assert line.rstrip().endswith(row["notebook"]) and row["verdict"] in line, (key, line)
