@@ -9,6 +9,7 @@
 #   make test-fast          the unit tests not marked slow (under a minute): for the edit-test loop
 #   make bench              performance benchmarks (ratios against references in the same run)
 #   make lab                JupyterLab on the notebooks (LAB_IP, LAB_PORT; --allow-root when root)
+#   make report             the notebooks as static HTML in report/ (report-check: in Chromium)
 
 # the venv's interpreter: the pins are tested on Python 3.11 only (pyproject's requires-python)
 PYTHON3 ?= $(shell command -v python3.11 2>/dev/null || echo python3)
@@ -35,7 +36,8 @@ endif
 export FLWR_TELEMETRY_ENABLED := 0
 export RAY_USAGE_STATS_ENABLED := 0
 
-.PHONY: all venv check-python data figures test test-fast lint unit nbtest bench lab clean
+.PHONY: all venv check-python data figures test test-fast lint unit nbtest bench lab clean \
+	report browser report-check
 
 all: figures
 
@@ -75,7 +77,7 @@ unit: venv data
 nbtest: venv data
 	AOI_FL_PROFILE=smoke MPLBACKEND=agg $(PY) -m pytest -q --nbval-lax notebooks
 
-test: lint unit nbtest
+test: lint browser unit nbtest report-check
 
 test-fast: venv data
 	$(PY) -m pytest -q -m "not slow" tests
@@ -86,6 +88,27 @@ bench: venv data
 lab: venv data
 	@echo "JupyterLab on the notebooks: open the http://$(LAB_IP):$(LAB_PORT)/lab?token=... URL it prints below (Ctrl-C stops it)"
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --no-browser --ip=$(LAB_IP) --port=$(LAB_PORT) $(LAB_ROOT) $(LAB_ARGS)
+
+# the committed notebooks (outputs as they are, nothing executed) as static HTML, plus an index
+report: venv
+	$(PY) scripts/build_report.py --out report
+
+# headless Chromium and its driver for the report's browser check (Debian packages)
+browser:
+	@if command -v chromium >/dev/null 2>&1 && [ -x /usr/bin/chromedriver ]; then exit 0; fi; \
+	pkgs="chromium chromium-driver"; \
+	if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; \
+	else echo "The report check needs Chromium and its driver: install the Debian packages" >&2; \
+	  echo "'$$pkgs' (apt-get install $$pkgs) as root, then run make again." >&2; exit 1; fi; \
+	echo "installing $$pkgs with apt-get (once)"; \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$pkgs \
+	  || { $$sudo apt-get update -q && \
+	       $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$pkgs; }
+
+# the site in a real browser: every page and link, no console errors, no broken images
+report-check: report browser
+	$(PY) scripts/check_report.py --site report --screenshot report/index.png
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
