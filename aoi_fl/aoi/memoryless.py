@@ -51,6 +51,20 @@ def pooled_interval_pmf(rates: object, x_max: int) -> np.ndarray:
     return per_client @ r / r.sum()
 
 
+def pooled_interval_moments(rates: object) -> tuple[float, float]:
+    """E[X] and Var[X] of the pooled law of :func:`pooled_interval_pmf`, in closed form.
+
+    Client i contributes intervals in proportion to r_i, each geometric(r_i) with E[X | i] = 1/r_i
+    and E[X^2 | i] = (2 - r_i)/r_i^2 (Sec. III-C), so E[X] = n / sum_i r_i (n/m for Policy 1:
+    the renewal identity E[X] = 1/pi_0) and E[X^2] = sum_i (2 - r_i)/r_i / sum_i r_i. No
+    truncation of the geometric tails.
+    """
+    r = _require_rates(rates)
+    mean = r.size / r.sum()
+    second = float(np.sum((2.0 - r) / r) / r.sum())
+    return float(mean), max(second - mean * mean, 0.0)
+
+
 def window_std_ratio(rates: object, window: int) -> float:
     """sqrt(Var(Y))/T of Fig. 4 for independent per-round selection with rates r_i.
 

@@ -52,10 +52,28 @@ def test_window_ratio_against_simulation():
     assert emp == pytest.approx(ml.window_std_ratio(rates, t), rel=0.02)
 
 
+def test_pooled_moments_equal_rates_are_geometric():
+    mean, var = ml.pooled_interval_moments(ml.random_rates(100, 15))
+    assert mean == pytest.approx(100 / 15, rel=1e-14)
+    assert var == pytest.approx(100 * 85 / 15**2, rel=1e-13)  # n(n - m)/m^2
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(0.05, 1.0), min_size=1, max_size=30))
+def test_pooled_moments_match_the_pmf(rates):
+    # the pmf up to 2000 rounds: the geometric tails beyond hold < 0.95^2000 ~ 1e-44
+    pmf = ml.pooled_interval_pmf(rates, 2000)
+    x = np.arange(1, pmf.size + 1)
+    mean, var = ml.pooled_interval_moments(rates)
+    assert mean == pytest.approx(pmf @ x, rel=1e-9)
+    assert var == pytest.approx(pmf @ x**2 - (pmf @ x) ** 2, rel=1e-9, abs=1e-9)
+
+
 @pytest.mark.parametrize(
     ("call", "match"),
     [
         (lambda: ml.pooled_interval_pmf([0.0, 0.5], 3), "rates must be"),
+        (lambda: ml.pooled_interval_moments([0.5, 1.5]), "rates must be"),
         (lambda: ml.window_std_ratio([0.5], 0), "window must be >= 1"),
         (lambda: ml.probabilistic_rates([1.0, -2.0], 3), "dataset size"),
         (lambda: ml.random_rates(10, 11), "m must be <= n"),
