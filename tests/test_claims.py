@@ -59,6 +59,29 @@ def test_value_verdict_is_relative():
     assert claims.value_verdict(0.055, 0.0610285, 0.05) == "not held"
 
 
+@given(
+    low=st.floats(-10, 10),
+    width=st.floats(0, 10),
+    claimed=st.sampled_from(["positive", "negative"]),
+)
+def test_sign_verdict_reads_the_side_of_zero(low, width, claimed):
+    high = low + width
+    verdict = claims.sign_verdict(low, high, claimed)
+    mirrored = claims.sign_verdict(-high, -low, "negative" if claimed == "positive" else "positive")
+    assert verdict == mirrored
+    if low <= 0 <= high:
+        assert verdict == "inconclusive at this budget"
+    else:
+        assert verdict == ("held" if (low > 0) == (claimed == "positive") else "not held")
+
+
+def test_sign_verdict_names_a_bad_direction():
+    assert claims.sign_verdict(0.1, 0.2, "positive") == "held"
+    assert claims.sign_verdict(-0.2, -0.1, "positive") == "not held"
+    with pytest.raises(ValueError, match="claimed.*'up'"):
+        claims.sign_verdict(0.1, 0.2, "up")
+
+
 def test_a_claim_names_a_bad_paper_or_verdict():
     row = dict(key="k", ref="r", claim="c", paper_value=1.0, ours=2.0, spread="", notebook="n")
     with pytest.raises(ValueError, match="paper"):

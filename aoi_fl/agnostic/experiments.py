@@ -32,9 +32,11 @@ evaluated.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -73,8 +75,14 @@ register_styles(
     }
 )
 register_family("agnostic-FedAvg aggregation rules", (*AGGREGATIONS, "aoi"))
+#: the rules compared with agnostic FedAvg in Fig. 1 (eq. 10 as printed included)
+FIG1_RULES = AGGREGATIONS[1:]
 #: the weighted rules of Fig. 2 (eq. 10 as printed diverges under any skew, see Fig. 1)
 FIG2_RULES = ("weighted_updates", "weighted_rescaled", "weighted_normalised")
+#: the rule that isolates the weighting from the step size: the verdict on the paper's claims
+VERDICT_RULE = "weighted_normalised"
+#: a run's converged loss is the mean of its last LAST_EVALUATIONS evaluations (Figs 1-2)
+LAST_EVALUATIONS = 5
 #: (aggregation form, normalisation) of each weighted rule (:class:`agnostic.WeightedFedAvg`)
 _WEIGHTED_FORMS = {
     "weighted": ("weighted_sum", "none"),
@@ -192,9 +200,10 @@ def induced_p(
     """p of eq. 2 for ``process`` (``"exp_prior"`` with ``tau``, or an AoI policy), estimated
     from ``schedule(profile)["p_draws"]`` draws of an independent copy of the process (seed
     ``P_SEED_STREAM + seed``). ``sizes``: the clients' data sizes (Policies 1-2 depend on them;
-    default all equal). With ``cache_dir`` the estimate is kept in the result cache there.
-    Each call returns its own copy: the estimate is memoised per process, and a caller that
-    changed it in place would otherwise change every later run's p.
+    default all equal). With ``cache_dir`` the estimate is read from the result cache there,
+    and a missing one is saved there (except within :func:`p_cache_read_only`). Each call
+    returns its own copy: the estimate is memoised per process, and a caller that changed it in
+    place would otherwise change every later run's p.
     """
     spec = _sampler_spec(process, P_SEED_STREAM + require_int("seed", seed, minimum=0), tau)
     sizes = np.ones(N_CLIENTS) if sizes is None else np.asarray(sizes, dtype=float)
@@ -203,11 +212,27 @@ def induced_p(
         "draws": schedule(profile)["p_draws"],
         "sizes": [float(x) for x in sizes],
     }
-    return _induced_p(canonical_json(key), cache_dir).copy()
+    return _induced_p(canonical_json(key), cache_dir, _P_CACHE_WRITES).copy()
+
+
+#: whether :func:`induced_p` saves the estimates it computes (see :func:`p_cache_read_only`)
+_P_CACHE_WRITES = True
+
+
+@contextlib.contextmanager
+def p_cache_read_only() -> Iterator[None]:
+    """Within it :func:`induced_p` reads cached estimates of p but keeps the ones it has to
+    compute in memory only: the claims ledger leaves the result cache as it found it."""
+    global _P_CACHE_WRITES
+    before, _P_CACHE_WRITES = _P_CACHE_WRITES, False
+    try:
+        yield
+    finally:
+        _P_CACHE_WRITES = before
 
 
 @functools.lru_cache(maxsize=512)
-def _induced_p(key_json: str, cache_dir: str | None) -> np.ndarray:
+def _induced_p(key_json: str, cache_dir: str | None, write: bool = True) -> np.ndarray:
     from aoi_fl.pipeline.runs import SAMPLERS
 
     key = json.loads(key_json)
@@ -217,7 +242,7 @@ def _induced_p(key_json: str, cache_dir: str | None) -> np.ndarray:
     spec = dict(key["induced_p"])
     sampler = SAMPLERS[spec.pop("name")](N_CLIENTS, np.asarray(key["sizes"]), **spec)
     p = agnostic.induced_weights(sampler, key["draws"])
-    if store is not None:
+    if store is not None and write:
         store.save(key, {"kind": "induced_p"}, {"p": p})
     return p
 

@@ -15,7 +15,13 @@ from aoi_fl.aoi import results as summaries
 from aoi_fl.core import registry, stats
 from aoi_fl.data import partition
 from aoi_fl.pipeline import runs
-from aoi_fl.pipeline.claims import Claim, prediction_verdict, run_verdict, value_verdict
+from aoi_fl.pipeline.claims import (
+    Claim,
+    prediction_verdict,
+    run_verdict,
+    sign_verdict,
+    value_verdict,
+)
 
 N, M, M_PRIME, ZIPF_A = experiments.N_CLIENTS, experiments.M_SELECTED, experiments.M_PRIME, 2.0
 #: Fig. 2's Sigma per policy, as printed in the paper's text
@@ -300,9 +306,7 @@ def _substitute_claims(profile: str, results_dir: str) -> list[Claim]:
             row = table.loc[split]
             low, high = row["t 95% low"], row["t 95% high"]
             # no paper number to scale a claimed effect: the interval's sign alone decides
-            verdict = (
-                "held" if high < 0 else "not held" if low > 0 else "inconclusive at this budget"
-            )
+            verdict = sign_verdict(low, high, "negative")
             ours = float(row["mean difference"])
             spread = (
                 f"95% t interval [{low:.3g}, {high:.3g}] over {row['n']} paired seeds; "

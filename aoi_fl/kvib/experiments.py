@@ -34,10 +34,14 @@ from __future__ import annotations
 
 import copy
 import inspect
+import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from aoi_fl.core.registry import register_family
+from aoi_fl.core.seeding import generator
 from aoi_fl.core.train import RoundRecorder
 from aoi_fl.core.validation import require_choice, require_int
 from aoi_fl.kvib.estimators import FULL_INFORMATION_KEYS, round_record
@@ -142,6 +146,39 @@ SYNTHETIC_TARGET = 0.75
 #: the paper's reference values (Sec. 6.2): FEMNIST's speed-ups and target accuracy
 PAPER_FEMNIST_SPEEDUP = {"v1": 3.0, "v2": 2.0}
 PAPER_FEMNIST_TARGET = 0.75
+
+
+#: Example 3.1 (Fig. 1(a), notebook 11): n vectors in R^dim, budgets ks; the vectors' law is
+#: ours (the paper gives none): g_i = s_i z_i, z_i ~ N(0, I_dim), s_i ~ LogNormal(0, scale_sigma).
+#: Pure NumPy and cheap, so every profile uses the paper's sizes; ``repetitions`` (the Monte
+#: Carlo draws of each estimator) is the only setting a profile changes.
+_EXAMPLE_3_1: dict[str, Any] = {"n": 100, "dim": 1000, "ks": (10, 30), "scale_sigma": 1.0}
+_EXAMPLE_3_1_REPETITIONS = {"paper": 1000, "cpu": 1000, "smoke": 100}
+#: Example 3.2 (Fig. 1(b)): the paper's three vectors g_1, g_2, g_3 (lambda omitted)
+EXAMPLE_3_2_G = np.array(
+    [
+        [math.sqrt(2) / 2, math.sqrt(2) / 2],
+        [1.0, -2 * math.sqrt(2)],
+        [2 * math.sqrt(7), 2 * math.sqrt(2)],
+    ]
+)
+
+
+def example_3_1_settings(profile: str) -> dict[str, Any]:
+    """Example 3.1's settings in ``profile``: n, dim, ks, scale_sigma and repetitions."""
+    profile = require_choice("profile", profile, PROFILES)
+    return {**copy.deepcopy(_EXAMPLE_3_1), "repetitions": _EXAMPLE_3_1_REPETITIONS[profile]}
+
+
+def example_3_1_vectors(
+    n: int = _EXAMPLE_3_1["n"],
+    dim: int = _EXAMPLE_3_1["dim"],
+    scale_sigma: float = _EXAMPLE_3_1["scale_sigma"],
+) -> np.ndarray:
+    """Example 3.1's vectors (n x dim): g_i = s_i z_i with s_i ~ LogNormal(0, scale_sigma),
+    z_i ~ N(0, I_dim), from the fixed stream ``kvib_fig1a_vectors``."""
+    rng = generator(0, "kvib_fig1a_vectors")
+    return rng.lognormal(0.0, scale_sigma, n)[:, None] * rng.standard_normal((n, dim))
 
 
 def synthetic_settings(profile: str) -> dict[str, Any]:

@@ -121,6 +121,18 @@ def run_verdict(
     return float(v.mean()), spread, verdict
 
 
+def sign_verdict(low: float, high: float, claimed: str = "positive") -> str:
+    """The verdict on a claim that names a direction but no size ("A ends lower than B"), from
+    a confidence interval [low, high] of the paired difference: "held" when the interval lies
+    on the ``claimed`` side of 0 ("positive" or "negative"), "not held" when it lies on the
+    other side, else "inconclusive at this budget" (more seeds or rounds could decide it)."""
+    require_choice("claimed", claimed, ("positive", "negative"))
+    above, below = low > 0, high < 0
+    if not (above or below):
+        return "inconclusive at this budget"
+    return "held" if above == (claimed == "positive") else "not held"
+
+
 def value_verdict(paper_value: float, ours: float, rtol: float) -> str:
     """ "held" when a deterministic value is within ``rtol`` (relative) of the paper's."""
     return "held" if abs(ours - paper_value) <= rtol * abs(paper_value) else "not held"
@@ -161,6 +173,12 @@ def default_builders(
     profile: str = "cpu", results_dir: str = "results", data_root: str = "data"
 ) -> list[Callable[[], list[Claim]]]:
     """The papers whose claims are in the ledger, reading ``profile``'s cached results."""
+    from aoi_fl.agnostic import claims as agnostic_claims
     from aoi_fl.aoi import claims as aoi_claims
+    from aoi_fl.fedsum import claims as fedsum_claims
+    from aoi_fl.kvib import claims as kvib_claims
 
-    return [lambda: aoi_claims.claims(profile, results_dir=results_dir, data_root=data_root)]
+    return [
+        (lambda module=module: module.claims(profile, results_dir=results_dir, data_root=data_root))
+        for module in (aoi_claims, agnostic_claims, kvib_claims, fedsum_claims)
+    ]

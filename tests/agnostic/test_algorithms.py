@@ -492,7 +492,7 @@ def test_trend_over_seeds_and_verdict():
     noise = ar.trend_over_seeds(skew, rng.standard_normal(30), seeds)
     assert noise["rho_low"] < 0 < noise["rho_high"]
     assert ar.trend_verdict(noise["rho_low"], noise["rho_high"]) == "inconclusive at this budget"
-    assert ar.trend_verdict(-0.5, -0.1) == "NOT held"
+    assert ar.trend_verdict(-0.5, -0.1) == "not held"
     with pytest.raises(ValueError, match=">= 2 seeds"):
         ar.trend_over_seeds(skew[:6], skew[:6], np.zeros(6))
 

@@ -117,3 +117,19 @@ def test_smoke_runs_give_curves_and_a_table(tmp_path):
     # the target splits the runs (smoke data, seed 0: uniform 0.089, K-Vib 0.19, optimal 0.54
     # at round 3), so both branches of "rounds to" are exercised
     assert set(table["seeds reaching it"]) >= {0, 1}
+
+
+def test_example_3_1_settings_and_vectors():
+    # every profile runs the paper's sizes; only the Monte Carlo repetitions change
+    cpu, smoke = kx.example_3_1_settings("cpu"), kx.example_3_1_settings("smoke")
+    assert {k: v for k, v in cpu.items() if k != "repetitions"} == {
+        k: v for k, v in smoke.items() if k != "repetitions"
+    }
+    assert (cpu["n"], cpu["dim"], cpu["ks"]) == (100, 1000, (10, 30))
+    assert (
+        smoke["repetitions"] < cpu["repetitions"] == kx.example_3_1_settings("paper")["repetitions"]
+    )
+    g = kx.example_3_1_vectors(5, 7, 1.0)
+    assert g.shape == (5, 7) and np.array_equal(g, kx.example_3_1_vectors(5, 7, 1.0))
+    # Example 3.2's norms are the [1, 3, 6] the paper calls squared norms
+    assert np.allclose(np.linalg.norm(kx.EXAMPLE_3_2_G, axis=1), [1, 3, 6])
