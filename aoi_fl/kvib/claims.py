@@ -117,6 +117,16 @@ def _interval_text(ci) -> str:
     return f"95% t interval [{ci.low:.3g}, {ci.high:.3g}] over {ci.n} paired seeds"
 
 
+def _lower_row(key: str, ref: str, text: str, d, nb: str, *, refutes=False, against="") -> Claim:
+    """The row of a claim read from paired differences ``d`` by :func:`lower_verdict`;
+    ``refutes``: the claim is the opposite ("no better"), so held and not held swap."""
+    verdict, ci = lower_verdict(d)
+    if refutes:
+        verdict = {"held": "not held", "not held": "held"}.get(verdict, verdict)
+    spread = f"against {against}: {_interval_text(ci)}" if against else _interval_text(ci)
+    return _row(key, ref, text, None, float(np.mean(d)), spread, verdict, nb, line=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # Sec. 3, Fig. 1: Examples 3.1 and 3.2 (closed forms, notebook 11)
 
@@ -423,20 +433,7 @@ def figure2_claims(profile: str, results_dir: str) -> list[Claim]:
         d = _paired(
             _per_seed(results, metrics["loss"][1]), ("kvib", k, None), (NORMALISED, k, None)
         )
-        verdict, ci = lower_verdict(d)
-        out.append(
-            _row(
-                key,
-                "Fig. 2",
-                text,
-                None,
-                float(np.mean(d)),
-                _interval_text(ci),
-                verdict,
-                _NB12,
-                line=True,
-            )
-        )
+        out.append(_lower_row(key, "Fig. 2", text, d, _NB12))
     key = "kvib.fig4.isp_early"
     text = (
         "in the early rounds independent sampling alone gives better estimates (Lemma 2.1; "
@@ -450,20 +447,7 @@ def figure2_claims(profile: str, results_dir: str) -> list[Claim]:
             results, lambda r: float(r["variance"][: max(1, r["variance"].size // 10)].mean())
         )
         d = _paired(early, ("uniform_isp", k, None), ("uniform_unbiased", k, None))
-        verdict, ci = lower_verdict(d)
-        out.append(
-            _row(
-                key,
-                "Sec. 6.2 (Fig. 4)",
-                text,
-                None,
-                float(np.mean(d)),
-                _interval_text(ci),
-                verdict,
-                _NB12,
-                line=True,
-            )
-        )
+        out.append(_lower_row(key, "Sec. 6.2 (Fig. 4)", text, d, _NB12))
     return out
 
 
@@ -704,21 +688,7 @@ def figure4_claims(profile: str, results_dir: str) -> list[Claim]:
             continue
         # "no better" is refuted when the baseline is better: uniform - it < 0 means it is
         d = _paired(late, ("uniform_unbiased", k, None), (base, k, None))
-        verdict, ci = lower_verdict(d)
-        verdict = {"held": "not held", "not held": "held"}.get(verdict, verdict)
-        out.append(
-            _row(
-                key,
-                "Fig. 4(b)",
-                text,
-                None,
-                float(np.mean(d)),
-                _interval_text(ci),
-                verdict,
-                _NB13,
-                line=True,
-            )
-        )
+        out.append(_lower_row(key, "Fig. 4(b)", text, d, _NB13, refutes=True))
     key = "kvib.fig4.substitute.converged"
     text = (
         f"{sub} K-Vib keeps its lead once converged; ours: test accuracy over the last tenth of "
@@ -730,20 +700,7 @@ def figure4_claims(profile: str, results_dir: str) -> list[Claim]:
         others = [lab for lab in late if lab[0] != "kvib"]
         best = max(others, key=lambda lab: np.mean(list(late[lab].values())))
         d = _paired(late, best, ("kvib", k, None))
-        verdict, ci = lower_verdict(d)
-        out.append(
-            _row(
-                key,
-                "Fig. 4(b)",
-                text,
-                None,
-                float(np.mean(d)),
-                f"against {best[0]}: {_interval_text(ci)}",
-                verdict,
-                _NB13,
-                line=True,
-            )
-        )
+        out.append(_lower_row(key, "Fig. 4(b)", text, d, _NB13, against=best[0]))
     return out
 
 
