@@ -114,7 +114,7 @@ def findings() -> str:
     return text[start : text.index("\n## ", start + 1)]
 
 
-VERDICT = "|".join(re.escape(v) for v in sorted(claims.VERDICTS, key=len, reverse=True))
+VERDICT = claims.VERDICT_PATTERN
 
 
 @pytest.mark.slow

@@ -27,7 +27,7 @@ from aoi_fl.agnostic import experiments as ax
 from aoi_fl.agnostic import results as ar
 from aoi_fl.core.validation import require_choice
 from aoi_fl.pipeline import paired, runs
-from aoi_fl.pipeline.claims import VERDICTS, Claim, value_verdict
+from aoi_fl.pipeline.claims import VERDICT_PATTERN, Claim, value_verdict
 from aoi_fl.pipeline.profiles import PROFILES
 
 FIG1_RULES = ax.FIG1_RULES
@@ -36,10 +36,6 @@ FIG1_RULES = ax.FIG1_RULES
 SKEW_TV = 0.5
 #: README's bounds for the AoI policies as participation processes (notebook 10)
 AOI_NEAR_UNIFORM, AOI_RULES_WITHIN, AOI_SIZE_CORR = 0.01, 0.006, 0.95
-#: a verdict as a notebook prints it, at the end of a table row
-_PRINTED = "|".join(
-    v.replace("(", r"\(").replace(")", r"\)") for v in sorted(VERDICTS, key=len, reverse=True)
-)
 _TASK_NAME = {"mnist": "MNIST (logistic regression)", "linear_regression": "linear regression"}
 
 
@@ -166,7 +162,7 @@ def _step_claim(at10: list, figure1: tuple) -> Claim:
 
 
 def _claim1_printed(task: str, protocol: str, rule: str) -> str:
-    return rf"^{task}\s+{protocol}\s+{rule}\s.*?\s({_PRINTED})\s*$"
+    return rf"^{task}\s+{protocol}\s+{rule}\s.*?\s({VERDICT_PATTERN})\s*$"
 
 
 def figure1_claims(profile: str, figure1: tuple, data_root: str, results_dir: str) -> list[Claim]:
@@ -222,7 +218,7 @@ def figure1_claims(profile: str, figure1: tuple, data_root: str, results_dir: st
             f"agnostic FedAvg's lead over weighted FedAvg ({rule}) is larger on the convex "
             "linear regression than on MNIST: relative gap (weighted - agnostic) / agnostic"
         )
-        printed = rf"^{rule}\s+[+-]?\d.*?\s({_PRINTED})\s*$"
+        printed = rf"^{rule}\s+[+-]?\d.*?\s({VERDICT_PATTERN})\s*$"
         if rule not in contrast.index or contrast.loc[rule, "verdict"] == "inconclusive":
             out.append(_inconclusive(key, "Fig. 1", text, missing, total, nb, printed))
             continue
@@ -249,7 +245,7 @@ def _trend_printed(task: str, rule: str) -> str:
     # pandas prints the task once per block: a later rule's row follows the first rule's
     first = ax.FIG2_RULES[0]
     head = rf"^{task}\s+" if rule == first else rf"^{task}\s+{first}\s.*\n(?:[ \t]+\S.*\n)*?[ \t]+"
-    return rf"{head}{rule}\s.*?\s({_PRINTED})\s*$"
+    return rf"{head}{rule}\s.*?\s({VERDICT_PATTERN})\s*$"
 
 
 def figure2_claims(profile: str, results_dir: str, data_root: str) -> list[Claim]:

@@ -16,6 +16,7 @@ from aoi_fl.core import registry, stats
 from aoi_fl.data import partition
 from aoi_fl.pipeline import runs
 from aoi_fl.pipeline.claims import (
+    VERDICT_PATTERN,
     Claim,
     prediction_verdict,
     run_verdict,
@@ -39,7 +40,7 @@ ZIPF_SEEDS = 200
 WINDOWS = (5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500)
 TRACE_SEEDS, TRACE_ROUNDS = 20, 1000
 #: how a paired verdict is printed at the end of a row of notebooks 05-06's paired tables
-_VERDICT = r"(held \(smaller effect than claimed\)|not held|held|inconclusive at this power)"
+_VERDICT = f"({VERDICT_PATTERN})"
 
 
 def _row(key: str, *fields) -> Claim:

@@ -21,6 +21,7 @@ Verdicts (:data:`VERDICTS`):
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -44,6 +45,9 @@ PAPERS = {
     "kvib": "K-Vib sampler",
     "fedsum": "FedSUM family",
 }
+#: a regular expression matching any verdict (longest first: "held" is inside "not held"); a
+#: row's ``printed_as`` wraps it in a group to find the verdict a notebook prints
+VERDICT_PATTERN = "|".join(re.escape(v) for v in sorted(VERDICTS, key=len, reverse=True))
 COLUMNS = (
     "paper",
     "ref",
