@@ -75,7 +75,8 @@ def check_against_library(
         assert ex.sigma["random"] == sigma.sigma_random_equal(n, m)
         assert ex.sigma["random"] == pytest.approx(sigma.sigma_random(d, m), rel=1e-9, abs=1e-15)
     else:
-        assert ex.sigma["random"] == sigma.sigma_random(d, m)
+        assert ex.sigma["random"] == sigma.sigma_random(d, m, sigma.DISPLAY)
+        assert ex.sigma["random"] == pytest.approx(sigma.sigma_random(d, m), rel=1e-6)
     assert ex.sigma["probabilistic"] == sigma.sigma_probabilistic(d, m)
     p3 = markov.optimal_p(n, m, m_prime)
     p4 = markov.calibrate_family(family, n, m, m_prime)

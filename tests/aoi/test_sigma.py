@@ -18,7 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aoi_fl.aoi.sigma import (
+    DISPLAY,
     _enumerated_moments,
+    _log_grid,
     random_weight_moments,
     sigma_markov,
     sigma_probabilistic,
@@ -360,3 +362,23 @@ def test_sizes_spanning_too_many_orders_of_magnitude():
 def test_enumeration_refuses_large():
     with pytest.raises(ValueError, match=r"C\(30, 15\) = 155117520 .*2000000"):
         sigma_random_enumeration(np.ones(30), 15)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(3, 120),
+    m_frac=st.floats(0.0, 1.0),
+    spread=st.floats(0.0, 4.0),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_the_display_quadrature_is_within_1e6_of_the_exact_one(n, m_frac, spread, seed):
+    # lognormal sizes up to e^(4 * 4) apart, every m from 2 to n - 1 (m = 1 and n are closed forms)
+    m = 2 + round(m_frac * (n - 3))
+    d = generator(seed, "display_quadrature").lognormal(0.0, spread, n)
+    exact, display = sigma_random(d, m), sigma_random(d, m, DISPLAY)
+    assert display == pytest.approx(exact, rel=1e-6)
+
+
+def test_the_display_quadrature_uses_fewer_nodes():
+    d = generator(0, "display_nodes").pareto(1.0, 1000) + 1.0
+    assert _log_grid(d, 150, DISPLAY)[0].size < 0.6 * _log_grid(d, 150)[0].size
