@@ -5,8 +5,11 @@ bounds of App. F on tau_max (Lemmas F.1-F.4), recomputed here with the library's
 delay tracker as notebook 14 does; its results are the qualitative claims (i)-(viii) of Sec. 5
 and App. H (Figs 1, 9-14), read from the cached runs of notebooks 15-17 and judged by the
 criteria fixed in :data:`aoi_fl.fedsum.results.CLAIM_CRITERIA` (:func:`~aoi_fl.fedsum.results.
-long_claims`, the function notebook 17 prints). Nothing is trained: a row whose runs are not
-cached is "inconclusive" and says how many are missing. See :mod:`aoi_fl.pipeline.claims`.
+long_claims`, the function notebook 17 prints): each part of a claim (a comparison on one
+metric) by the paired 95% t interval over seeds and :func:`~aoi_fl.pipeline.claims.
+sign_verdict`, a claim "held" when every part is, "not held" when some part is not, else
+"inconclusive at this budget". Nothing is trained: a row whose runs are not cached is
+"inconclusive" and says how many are missing. See :mod:`aoi_fl.pipeline.claims`.
 
 Each claim has a row per notebook that shows it: ``.cnn`` (notebooks 15-16, the paper's CNN at
 the profile's horizon; short of the paper's T = 2000 the verdict is "inconclusive at this
@@ -30,7 +33,7 @@ from aoi_fl.fedsum import delays, patterns
 from aoi_fl.fedsum import experiments as fx
 from aoi_fl.fedsum import results as fr
 from aoi_fl.fedsum.experiments import LAST, PAPER_ROUNDS
-from aoi_fl.pipeline.claims import VERDICTS, Claim
+from aoi_fl.pipeline.claims import VERDICT_PATTERN, Claim
 
 #: the one-sided level of the confidence limit of mean tau_max against a bound on E[tau_max]
 BOUND_LEVEL = 0.95
@@ -53,7 +56,7 @@ _NOTEBOOK = {"main": "15_fedsum_mnist"}
 _CNN_NOTEBOOK, _LONG_NOTEBOOK = "16_fedsum_patterns", "17_fedsum_long_horizon"
 _DELAY_NOTEBOOK = "14_participation_delays"
 #: any verdict, the longest first ("inconclusive at this budget" before "inconclusive")
-_VERDICT = "(" + "|".join(re.escape(v) for v in sorted(VERDICTS, key=len, reverse=True)) + ")"
+_VERDICT = f"({VERDICT_PATTERN})"
 
 
 def _row(key: str, *fields) -> Claim:
@@ -405,7 +408,8 @@ def long_claims(profile: str = "cpu", results_dir: str = "results") -> list[Clai
 def unrun_claims(data_root: str = "data") -> list[Claim]:
     """Fig. 1's SVHN and CIFAR-10 columns, claims (vi) (ResNet-18, Fig. 12) and (vii) (BERT
     on SST-2, Fig. 13), and App. H.5's small-batch remark: data this machine cannot get, or
-    experiments this project does not have."""
+    experiments this project does not have (the small-batch remark is computable in principle,
+    on MNIST, but not run: "inconclusive at this budget")."""
     from aoi_fl.data.datasets import cifar_available
 
     def cifar(names: Sequence[str], extra: str) -> tuple[str, str]:
@@ -460,8 +464,8 @@ def unrun_claims(data_root: str = "data") -> list[Claim]:
             "with batch 8 or 16 FedSUM-B degrades and FedSUM leads (text only, no figure)",
             None,
             None,
-            "not run: no small-batch panel in this project",
-            "inconclusive",
+            "not run",
+            "inconclusive at this budget",
             _CNN_NOTEBOOK,
         ),
     ]

@@ -411,42 +411,87 @@ def _claim_runs(fedsum_acc, fedsum_cr_acc, *, seeds=(0, 1), biased_acc=None, cas
 
 
 def test_claims_table_verdict_branches():
-    # (i): FedSUM and FedSUM-CR beat the best baseline (0.8) in both seeds -> held
-    held = fr.long_claims(_claim_runs([0.9, 0.85], [0.9, 0.85]))
+    # every part is judged by the paired 95% t interval over seeds (3 seeds here: 2 df)
+    three = (0, 1, 2)
+    # (i): FedSUM and FedSUM-CR beat the best baseline (0.8) by 0.10, 0.05, 0.08 -> held
+    held = fr.long_claims(_claim_runs([0.9, 0.85, 0.88], [0.9, 0.85, 0.88], seeds=three))
     assert held.loc["(i)", "verdict"] == "held"
-    assert "+0.0750" in held.loc["(i)", "numbers"]  # the paired margin's mean
-    # below the best baseline in both seeds -> not held
-    worse = fr.long_claims(_claim_runs([0.7, 0.75], [0.9, 0.85]))
+    assert "claim's side in 3/3 seeds, mean +0.0767" in held.loc["(i)", "numbers"]
+    # below the best baseline in every seed -> not held
+    worse = fr.long_claims(_claim_runs([0.7, 0.75, 0.72], [0.9, 0.85, 0.88], seeds=three))
     assert worse.loc["(i)", "verdict"] == "not held"
-    # the seeds disagree -> inconclusive
-    mixed = fr.long_claims(_claim_runs([0.9, 0.7], [0.9, 0.7]))
-    assert mixed.loc["(i)", "verdict"] == "inconclusive"
-    # (ii): FedSUM-CR beats every other method at the common budget only where it leads
-    assert held.loc["(ii)", "verdict"] == "not held"  # ties with FedSUM: a margin of 0 is no win
-    assert fr.long_claims(_claim_runs([0.85, 0.85], [0.9, 0.9])).loc["(ii)", "verdict"] == "held"
-    # (v): FedSUM-CR above FedSUM, FedSUM-B 0.8 below FedSUM by more than 1 point
-    v = fr.long_claims(_claim_runs([0.9, 0.9], [0.95, 0.95])).loc["(v)"]
-    assert v["verdict"] == "not held" and v["parts held"] == "1/2"
+    # the seeds disagree: the interval straddles 0 -> inconclusive at this budget
+    mixed = fr.long_claims(_claim_runs([0.9, 0.7, 0.85], [0.9, 0.7, 0.85], seeds=three))
+    assert mixed.loc["(i)", "verdict"] == "inconclusive at this budget"
+    # 2 seeds on the same side, but far apart: the 1-df interval straddles 0
+    two = fr.long_claims(_claim_runs([0.9, 0.81], [0.9, 0.81]))
+    assert two.loc["(i)", "verdict"] == "inconclusive at this budget"
+    assert "claim's side in 2/2 seeds" in two.loc["(i)", "numbers"]
+    # (ii): FedSUM-CR ties with FedSUM: a margin of 0 decides nothing
+    assert held.loc["(ii)", "verdict"] == "inconclusive at this budget"
+    lead = _claim_runs([0.85, 0.85, 0.84], [0.9, 0.91, 0.9], seeds=three)
+    assert fr.long_claims(lead).loc["(ii)", "verdict"] == "held"
+    # (v): FedSUM-CR above FedSUM, FedSUM-B (0.8) more than 1 point below FedSUM -> not held
+    v = fr.long_claims(_claim_runs([0.9, 0.9, 0.9], [0.95, 0.96, 0.95], seeds=three)).loc["(v)"]
+    assert v["verdict"] == "not held" and v["parts held"] == "2/4"
     # (iii), (iv), (viii) need runs the main panel lacks
     for claim in ("(iv)", "(viii)"):
         assert held.loc[claim, "verdict"] == "inconclusive"
         assert held.loc[claim, "numbers"] == "no runs for it in this panel"
     assert held.loc["(iii)", "verdict"] == "inconclusive"  # only Case 1 (P1) present
     assert "missing" in held.loc["(iii)", "numbers"]
-    cases = {"P2": [0.88, 0.84], "cyclic": [0.9, 0.86], "reshuffled": [0.87, 0.83]}
+    cases = {
+        "P2": [0.88, 0.84, 0.86],
+        "cyclic": [0.9, 0.86, 0.89],
+        "reshuffled": [0.87, 0.83, 0.86],
+    }
     full = fr.long_claims(
-        _claim_runs([0.9, 0.85], [0.9, 0.85], cases_acc=cases, biased_acc=[0.9, 0.9])
+        _claim_runs(
+            [0.9, 0.85, 0.88],
+            [0.9, 0.85, 0.88],
+            seeds=three,
+            cases_acc=cases,
+            biased_acc=[0.95, 0.95, 0.95],
+        )
     )
-    assert full.loc["(iii)", "verdict"] == "held"
-    assert full.loc["(viii)", "verdict"] == "held"
-    spread = {**cases, "cyclic": [0.99, 0.99]}
+    assert full.loc["(iii)", "verdict"] == "held" and full.loc["(iii)", "parts held"] == "2/2"
+    assert full.loc["(viii)", "verdict"] == "held" and full.loc["(viii)", "parts held"] == "4/4"
+    spread = {**cases, "cyclic": [0.99, 0.99, 0.99]}
     bad = fr.long_claims(
-        _claim_runs([0.9, 0.85], [0.9, 0.85], cases_acc=spread, biased_acc=[0.1, 0.1])
+        _claim_runs(
+            [0.9, 0.85, 0.88],
+            [0.9, 0.85, 0.88],
+            seeds=three,
+            cases_acc=spread,
+            biased_acc=[0.1, 0.1, 0.1],
+        )
     )
     assert bad.loc["(iii)", "verdict"] == "not held"
     assert bad.loc["(viii)", "verdict"] == "not held"
     assert set(full["verdict"]) <= set(fr.VERDICTS)
     assert list(full.index) == ["(i)", "(ii)", "(iii)", "(iv)", "(v)", "(viii)"]
+
+
+def test_a_part_is_judged_by_its_paired_t_interval():
+    # 0.1 and 0.05: mean 0.075, half-width t_{0.975, 1} * sd / sqrt(2) = 0.3177 -> straddles 0
+    verdict, text = fr.part_verdict([0.1, 0.05])
+    assert verdict == "inconclusive at this budget"
+    assert "claim's side in 2/2 seeds, mean +0.075, 95% t interval [-0.243, +0.393]" in text
+    assert fr.part_verdict([0.1, 0.11, 0.09])[0] == "held"
+    assert fr.part_verdict([-0.1, -0.11, -0.09])[0] == "not held"
+    # a bound and a side: a spread below 0.05, an accuracy margin above -0.01
+    assert fr.part_verdict([0.02, 0.03, 0.025], 0.05, "negative")[0] == "held"
+    assert fr.part_verdict([-0.005, -0.004, -0.006], -0.01)[0] == "held"
+    # one seed gives no interval; float noise is no direction
+    assert fr.part_verdict([0.5])[0] == "inconclusive at this budget"
+    assert fr.part_verdict([1e-16, 2e-16])[0] == "inconclusive at this budget"
+    assert fr.combine_verdicts(["held", "held"]) == "held"
+    assert fr.combine_verdicts(["held", "inconclusive at this budget"]) == (
+        "inconclusive at this budget"
+    )
+    assert fr.combine_verdicts(["held", "not held", "inconclusive at this budget"]) == "not held"
+    assert fr.combine_verdicts(["held", "inconclusive"]) == "inconclusive"  # runs missing
+    assert fr.combine_verdicts([]) == "inconclusive"
 
 
 def test_claims_table_p_grid_and_helpers():
@@ -462,12 +507,9 @@ def test_claims_table_p_grid_and_helpers():
         for p, acc in ((0.05, 0.8), (0.1, 0.7), (0.2, 0.6), (0.5, 0.5))
     ]
     assert fr.long_claims(reverse).loc["(iv)", "verdict"] == "not held"
-    assert fr.seed_verdict([True, True]) == "held"
-    assert fr.seed_verdict([False, False]) == "not held"
-    assert fr.seed_verdict([True, False]) == "inconclusive"
-    assert fr.seed_verdict([]) == "inconclusive"
-    assert fr.combine_verdicts(["held", "inconclusive"]) == "inconclusive"
-    assert fr.combine_verdicts(["held", "not held", "inconclusive"]) == "not held"
+    # one seed each way: the interval of rho straddles both 0.8 and 0
+    mixed = grid[:4] + reverse[4:]
+    assert fr.long_claims(mixed).loc["(iv)", "verdict"] == "inconclusive at this budget"
     a = [fake_run("P1", "fedsum", s, [0, 0.9], [1, 1]) for s in (0, 1)]
     b = [fake_run("P1", "fedavg", s, [0, 0.8], [1, 1]) for s in (1, 2)]
     with pytest.raises(ValueError, match="same seeds"):
