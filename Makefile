@@ -6,6 +6,7 @@
 #   make figures DEVICE=cuda   train missing runs there (auto, cpu, cuda, cuda:N; default auto)
 #   make figures EXECUTOR=ray  train missing runs as Ray tasks (RAY_ADDRESS=... joins a cluster)
 #   make test               lint, unit tests, and every notebook under nbval in the smoke profile
+#                           (TEST_JOBS=2 unit-test workers; TEST_JOBS=0 runs them in this process)
 #   make test-fast          the unit tests not marked slow (under a minute): for the edit-test loop
 #   make bench              performance benchmarks (ratios against references in the same run)
 #   make lab                JupyterLab on the notebooks (LAB_IP, LAB_PORT; --allow-root when root)
@@ -23,6 +24,8 @@ EXECUTOR ?=
 LAB_IP  ?= 127.0.0.1
 LAB_PORT ?= 8888
 LAB_ARGS ?=
+# the unit tests' worker processes (pytest-xdist), one test file per worker
+TEST_JOBS ?= 2
 # JupyterLab will not start as root without this flag, and containers usually run as root
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 export PYTHONHASHSEED := 0
@@ -72,7 +75,7 @@ lint: venv
 	$(PY) -m ruff format --check aoi_fl tests benchmarks scripts
 
 unit: venv data
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile tests
 
 nbtest: venv data
 	AOI_FL_PROFILE=smoke MPLBACKEND=agg $(PY) -m pytest -q --nbval-lax notebooks
@@ -80,7 +83,7 @@ nbtest: venv data
 test: lint browser unit nbtest report-check
 
 test-fast: venv data
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not slow" tests
 
 bench: venv data
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
