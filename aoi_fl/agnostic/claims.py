@@ -28,7 +28,7 @@ from aoi_fl.agnostic import results as ar
 from aoi_fl.core.registry import style
 from aoi_fl.core.validation import require_choice
 from aoi_fl.pipeline import paired, runs
-from aoi_fl.pipeline.claims import VERDICT_PATTERN, Claim, value_verdict
+from aoi_fl.pipeline.claims import VERDICT_GROUP, Claim, value_verdict
 from aoi_fl.pipeline.profiles import PROFILES
 
 FIG1_RULES = ax.FIG1_RULES
@@ -71,6 +71,16 @@ def _missing(missing: int, total: int) -> str:
 def _inconclusive(key, ref, text, missing, total, notebook, printed=None) -> Claim:
     spread = f"{missing} of {total} runs not cached" if missing else "fewer than 2 seeds"
     return _row(key, ref, text, None, None, spread, "inconclusive", notebook, printed)
+
+
+def _table_row(key, ref, text, missing, total, notebook, printed, read) -> Claim:
+    """A row read from a results table: ``read`` is (ours, spread, verdict) of the table's row,
+    or None where the table has none (inconclusive)."""
+    if read is None:
+        return _inconclusive(key, ref, text, missing, total, notebook, printed)
+    ours, spread, verdict = read
+    spread += _missing(missing, total)
+    return _row(key, ref, text, None, ours, spread, verdict, notebook, printed)
 
 
 def setting_claims(profile: str, results_dir: str, figure1: tuple) -> list[Claim]:
@@ -138,33 +148,20 @@ def _step_claim(at10: list, figure1: tuple) -> Claim:
             p = at10[d["seed"]]
             totals += [ax.N_CLIENTS * p[list(s)].mean() for s in res.history["selected"]]
     if len(totals) < 2:
-        spread = f"{missing} of {len(configs) + missing} runs not cached" if missing else ""
-        return _row(
-            key,
-            ref,
-            text,
-            None,
-            step,
-            spread or "no trace",
-            "inconclusive",
-            "10_participation_skew",
+        spread = f"{missing} of {len(configs) + missing} runs not cached" if missing else "no trace"
+        verdict = "inconclusive"
+    else:
+        interval = paired.paired_interval(np.asarray(totals) - step)
+        spread = (
+            f"mean over seeds' p; the cached traces' total weight minus it: 95% interval "
+            f"[{interval.low:+.3f}, {interval.high:+.3f}] over {len(totals)} rounds"
         )
-    interval = paired.paired_interval(np.asarray(totals) - step)
-    return _row(
-        key,
-        ref,
-        text,
-        None,
-        step,
-        f"mean over seeds' p; the cached traces' total weight minus it: 95% interval "
-        f"[{interval.low:+.3f}, {interval.high:+.3f}] over {len(totals)} rounds",
-        "held" if interval.low <= 0 <= interval.high else "not held",
-        "10_participation_skew",
-    )
+        verdict = "held" if interval.low <= 0 <= interval.high else "not held"
+    return _row(key, ref, text, None, step, spread, verdict, "10_participation_skew")
 
 
 def _claim1_printed(task: str, protocol: str, rule: str) -> str:
-    return rf"^{task}\s+{protocol}\s+{rule}\s.*?\s({VERDICT_PATTERN})\s*$"
+    return rf"^{task}\s+{protocol}\s+{rule}\s.*?\s{VERDICT_GROUP}\s*$"
 
 
 def figure1_claims(profile: str, figure1: tuple, data_root: str, results_dir: str) -> list[Claim]:
@@ -173,12 +170,10 @@ def figure1_claims(profile: str, figure1: tuple, data_root: str, results_dir: st
     configs, results, missing = figure1
     total = len(configs) + missing
     nb = "09_agnostic_vs_weighted"
-    panels = [("mnist", "last_iterate"), ("linear_regression", "algorithm1")]
-    panels.append(("linear_regression", "last_iterate"))
     table = ar.run_table(configs, results, profile, data_root, results_dir) if results else None
     lower = ar.fig1_claims_table(table) if table is not None else pd.DataFrame()
     out = []
-    for task, protocol in panels:
+    for task, protocol in ax.FIG1_PANELS:
         for rule in FIG1_RULES:
             key = f"agnostic.fig1.lower.{task}.{protocol}.{rule}"
             variant = "" if ax.DEFAULT_PROTOCOL[task] == protocol else ", variant"
@@ -186,33 +181,21 @@ def figure1_claims(profile: str, figure1: tuple, data_root: str, results_dir: st
                 f"agnostic FedAvg ends below {style(rule).label} on problem (3), "
                 f"{_TASK_NAME[task]}, {protocol.replace('_', ' ')}{variant}, exp(-i/10)"
             )
+            read = None
+            if (task, protocol, rule) in lower.index:
+                r = lower.loc[(task, protocol, rule)]
+                if r["diverged"] == r["seeds"]:
+                    spread = f"the weighted rule diverged in {r['diverged']}/{r['seeds']} seeds"
+                    read = (None, spread, r["verdict"])
+                else:
+                    spread = (
+                        f"weighted - agnostic; lower in {r['agnostic lower']} seeds; 95% t "
+                        f"interval [{r['95% low']:+.4f}, {r['95% high']:+.4f}] "
+                        f"({r['relative gap']:+.1%})"
+                    )
+                    read = (float(r["gap mean"]), spread, r["verdict"])
             printed = _claim1_printed(task, protocol, rule)
-            if (task, protocol, rule) not in lower.index:
-                out.append(_inconclusive(key, "Fig. 1", text, missing, total, nb, printed))
-                continue
-            r = lower.loc[(task, protocol, rule)]
-            if r["diverged"] == r["seeds"]:
-                spread = f"the weighted rule diverged in {r['diverged']}/{r['seeds']} seeds"
-                ours = None
-            else:
-                ours = float(r["gap mean"])
-                spread = (
-                    f"weighted - agnostic; lower in {r['agnostic lower']} seeds; 95% t interval "
-                    f"[{r['95% low']:+.4f}, {r['95% high']:+.4f}] ({r['relative gap']:+.1%})"
-                )
-            out.append(
-                _row(
-                    key,
-                    "Fig. 1",
-                    text,
-                    None,
-                    ours,
-                    spread + _missing(missing, total),
-                    r["verdict"],
-                    nb,
-                    printed,
-                )
-            )
+            out.append(_table_row(key, "Fig. 1", text, missing, total, nb, printed, read))
     contrast = ar.fig1_contrast_table(table) if table is not None else pd.DataFrame()
     for rule in ax.FIG2_RULES:
         key = f"agnostic.fig1.convex.{rule}"
@@ -220,26 +203,17 @@ def figure1_claims(profile: str, figure1: tuple, data_root: str, results_dir: st
             f"agnostic FedAvg's lead over {style(rule).label} is larger on the convex "
             "linear regression than on MNIST: relative gap (weighted - agnostic) / agnostic"
         )
-        printed = rf"^{rule}\s+[+-]?\d.*?\s({VERDICT_PATTERN})\s*$"
-        if rule not in contrast.index or contrast.loc[rule, "verdict"] == "inconclusive":
-            out.append(_inconclusive(key, "Fig. 1", text, missing, total, nb, printed))
-            continue
-        r = contrast.loc[rule]
-        out.append(
-            _row(
-                key,
-                "Fig. 1",
-                text,
-                None,
-                float(r["difference"]),
+        printed = rf"^{rule}\s+[+-]?\d.*?\s{VERDICT_GROUP}\s*$"
+        read = None
+        if rule in contrast.index and contrast.loc[rule, "verdict"] != "inconclusive":
+            r = contrast.loc[rule]
+            spread = (
                 f"linear regression {r['relative gap linear regression']:+.1%}, MNIST "
                 f"{r['relative gap MNIST']:+.1%}; Welch 95% interval of the difference "
-                f"[{r['95% low']:+.3f}, {r['95% high']:+.3f}]" + _missing(missing, total),
-                r["verdict"],
-                nb,
-                printed,
+                f"[{r['95% low']:+.3f}, {r['95% high']:+.3f}]"
             )
-        )
+            read = (float(r["difference"]), spread, r["verdict"])
+        out.append(_table_row(key, "Fig. 1", text, missing, total, nb, printed, read))
     return out
 
 
@@ -247,7 +221,7 @@ def _trend_printed(task: str, rule: str) -> str:
     # pandas prints the task once per block: a later rule's row follows the first rule's
     first = ax.FIG2_RULES[0]
     head = rf"^{task}\s+" if rule == first else rf"^{task}\s+{first}\s.*\n(?:[ \t]+\S.*\n)*?[ \t]+"
-    return rf"{head}{rule}\s.*?\s({VERDICT_PATTERN})\s*$"
+    return rf"{head}{rule}\s.*?\s{VERDICT_GROUP}\s*$"
 
 
 def figure2_claims(profile: str, results_dir: str, data_root: str) -> list[Claim]:
@@ -263,6 +237,7 @@ def figure2_claims(profile: str, results_dir: str, data_root: str) -> list[Claim
         if results
         else pd.DataFrame()
     )
+    nb = "10_participation_skew"
     out = []
     for task in ax.TASKS:
         for rule in ax.FIG2_RULES:
@@ -271,30 +246,17 @@ def figure2_claims(profile: str, results_dir: str, data_root: str) -> list[Claim
                 f"the converged gap weighted ({rule}) - agnostic grows with the participation "
                 f"skew, {_TASK_NAME[task]} (Spearman rho over temperatures and seeds)"
             )
-            printed = _trend_printed(task, rule)
-            if (task, rule) not in trends.index:
-                out.append(
-                    _inconclusive(
-                        key, "Fig. 2", text, missing, total, "10_participation_skew", printed
-                    )
-                )
-                continue
-            t = trends.loc[(task, rule)]
-            out.append(
-                _row(
-                    key,
-                    "Fig. 2",
-                    text,
-                    None,
-                    float(t["rho"]),
+            read = None
+            if (task, rule) in trends.index:
+                t = trends.loc[(task, rule)]
+                spread = (
                     f"95% bootstrap interval over {t['seeds']} seeds [{t['rho_low']:+.2f}, "
                     f"{t['rho_high']:+.2f}]; slope {t['slope']:+.3g} [{t['slope_low']:+.3g}, "
-                    f"{t['slope_high']:+.3g}]; {t['points']} points" + _missing(missing, total),
-                    t["verdict"],
-                    "10_participation_skew",
-                    printed,
+                    f"{t['slope_high']:+.3g}]; {t['points']} points"
                 )
-            )
+                read = (float(t["rho"]), spread, t["verdict"])
+            printed = _trend_printed(task, rule)
+            out.append(_table_row(key, "Fig. 2", text, missing, total, nb, printed, read))
     return out
 
 

@@ -16,7 +16,7 @@ from aoi_fl.core import registry, stats
 from aoi_fl.data import partition
 from aoi_fl.pipeline import runs
 from aoi_fl.pipeline.claims import (
-    VERDICT_PATTERN,
+    VERDICT_GROUP,
     Claim,
     prediction_verdict,
     run_verdict,
@@ -39,8 +39,6 @@ ZIPF_SEEDS = 200
 #: Fig. 4: window sizes and traces (as notebook 04)
 WINDOWS = (5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500)
 TRACE_SEEDS, TRACE_ROUNDS = 20, 1000
-#: how a paired verdict is printed at the end of a row of notebooks 05-06's paired tables
-_VERDICT = f"({VERDICT_PATTERN})"
 
 
 def _row(key: str, *fields) -> Claim:
@@ -252,7 +250,7 @@ def _speedup_claims(
         head = (
             rf"^{slow}\s+" if split == table.index[0] else rf"^{slow}\s+{table.index[0]}\s.*\n\s+"
         )
-        printed = rf"{head}{split}\s+{row['n']}\s+{row['reached']}\s.*?{_VERDICT}\s*$"
+        printed = rf"{head}{split}\s+{row['n']}\s+{row['reached']}\s.*?{VERDICT_GROUP}\s*$"
         out.append(
             _row(
                 key,

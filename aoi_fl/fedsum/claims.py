@@ -33,7 +33,7 @@ from aoi_fl.fedsum import delays, patterns
 from aoi_fl.fedsum import experiments as fx
 from aoi_fl.fedsum import results as fr
 from aoi_fl.fedsum.experiments import LAST, PAPER_ROUNDS
-from aoi_fl.pipeline.claims import VERDICT_PATTERN, Claim
+from aoi_fl.pipeline.claims import VERDICT_GROUP, Claim
 
 #: the one-sided level of the confidence limit of mean tau_max against a bound on E[tau_max]
 BOUND_LEVEL = 0.95
@@ -55,8 +55,6 @@ CLAIMS = {
 _NOTEBOOK = {"main": "15_fedsum_mnist"}
 _CNN_NOTEBOOK, _LONG_NOTEBOOK = "16_fedsum_patterns", "17_fedsum_long_horizon"
 _DELAY_NOTEBOOK = "14_participation_delays"
-#: any verdict, the longest first ("inconclusive at this budget" before "inconclusive")
-_VERDICT = f"({VERDICT_PATTERN})"
 
 
 def _row(key: str, *fields) -> Claim:
@@ -263,7 +261,7 @@ def delay_claims(profile: str = "cpu") -> list[Claim]:
                 ),
                 row["verdict"],
                 _DELAY_NOTEBOOK,
-                rf"^{re.escape(key)}: {_VERDICT} \(",
+                rf"^{re.escape(key)}: {VERDICT_GROUP} \(",
             )
         )
     return out
@@ -361,7 +359,7 @@ def cnn_claims(profile: str = "cpu", results_dir: str = "results") -> list[Claim
                 spread,
                 verdict,
                 _NOTEBOOK.get(figure, _CNN_NOTEBOOK),
-                rf"^{re.escape(claim)} {_VERDICT} \(\d+ of the paper's \d+ rounds; ",
+                rf"^{re.escape(claim)} {VERDICT_GROUP} \(\d+ of the paper's \d+ rounds; ",
             )
         )
     return out
@@ -395,7 +393,7 @@ def long_claims(profile: str = "cpu", results_dir: str = "results") -> list[Clai
                 spread,
                 verdict,
                 _LONG_NOTEBOOK,
-                rf"^{re.escape(claim)} {_VERDICT} \(\d+/\d+ parts held\)\s*$",
+                rf"^{re.escape(claim)} {VERDICT_GROUP} \(\d+/\d+ parts held\)\s*$",
             )
         )
     return out

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from aoi_fl.core.validation import require_choice, require_int
+from aoi_fl.pipeline.claims import combine_verdicts
 
 METRICS = ("train_loss", "objective", "test_loss", "test_accuracy")
 #: whether a larger value of a metric is better
@@ -231,22 +232,6 @@ def part_verdict(
     ci = paired_interval(v, level=LEVEL)
     text += f", {LEVEL:.0%} t interval [{ci.low:+.3g}, {ci.high:+.3g}]"
     return sign_verdict(ci.low - bound, ci.high - bound, claimed), text
-
-
-def combine_verdicts(verdicts: Iterable[str]) -> str:
-    """A claim made of parts: "held" if every part is held, "not held" if some part is not
-    held, "inconclusive" if the runs of a part are missing (or there are no parts), otherwise
-    "inconclusive at this budget"."""
-    verdicts = list(verdicts)
-    if verdicts and all(v == "held" for v in verdicts):
-        return "held"
-    if "not held" in verdicts:
-        return "not held"
-    return (
-        "inconclusive"
-        if not verdicts or "inconclusive" in verdicts
-        else ("inconclusive at this budget")
-    )
 
 
 def paired_margins(cand: Sequence[Any], rival: Sequence[Any], value) -> np.ndarray:

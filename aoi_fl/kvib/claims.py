@@ -14,6 +14,7 @@ prints the same verdicts for the notebooks (see :mod:`aoi_fl.pipeline.claims` fo
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -21,11 +22,19 @@ from typing import Any
 import numpy as np
 
 from aoi_fl.core.train import rounds_to_target
+from aoi_fl.core.validation import require_choice
 from aoi_fl.kvib import estimators
 from aoi_fl.kvib import experiments as kx
 from aoi_fl.kvib import results as kr
 from aoi_fl.pipeline import paired, runs
-from aoi_fl.pipeline.claims import VERDICT_PATTERN, Claim, sign_verdict, value_verdict
+from aoi_fl.pipeline.claims import (
+    VERDICT_GROUP,
+    Claim,
+    combine_verdicts,
+    interval_verdict,
+    sign_verdict,
+    value_verdict,
+)
 
 #: Sec. 3's "with K = 1 ISP is RSP": the largest |p_eq4 - p_eq5| still read as equal (both are
 #: computed in floating point from the same norms)
@@ -57,7 +66,7 @@ def _row(
     key: str, ref: str, claim: str, paper, ours, spread: str, verdict: str, nb: str, *, line=False
 ):
     """A Claim; ``line``: the notebook prints its verdict with :func:`verdict_lines`."""
-    printed = rf"^{re.escape(key)}: .* -> ({VERDICT_PATTERN})\s*$" if line else None
+    printed = rf"^{re.escape(key)}: .* -> {VERDICT_GROUP}\s*$" if line else None
     return Claim(key, "kvib", ref, claim, paper, ours, spread, verdict, nb, printed)
 
 
@@ -75,35 +84,16 @@ def lower_verdict(differences: Sequence[float], level: float = 0.95):
     """(verdict, interval) of the claim "ours is lower" from paired differences ours - theirs.
 
     No size is claimed, so the sign of the interval over seeds decides
-    (:func:`aoi_fl.pipeline.claims.sign_verdict`); "inconclusive" with fewer than 2 finite
+    (:func:`aoi_fl.pipeline.claims.interval_verdict`); "inconclusive" with fewer than 2 finite
     pairs (interval None).
     """
-    d = np.asarray(differences, dtype=float)
-    if d.size < 2 or not np.isfinite(d).all():
-        return "inconclusive", None
-    ci = paired.paired_interval(d, level)
-    return sign_verdict(ci.low, ci.high, "negative"), ci
-
-
-def combined_verdict(verdicts: Sequence[str]) -> str:
-    """A claim against several baselines: "not held" if one refutes it, "held" if all hold it,
-    else the first inconclusive verdict."""
-    if "not held" in verdicts:
-        return "not held"
-    if all(v == "held" for v in verdicts):
-        return "held"
-    return next(v for v in verdicts if v.startswith("inconclusive"))
+    return interval_verdict(differences, "negative", level)
 
 
 def _grid_seeds(per_seed: Mapping[Any, Mapping[int, float]]) -> list[int]:
     """The seeds every grid point has."""
     sets = [set(v) for v in per_seed.values()]
     return sorted(set.intersection(*sets)) if sets else []
-
-
-def _one_seed_text(per_seed: Mapping[Any, Mapping[int, float]], unit: str) -> str:
-    n = len(_grid_seeds(per_seed))
-    return "no seed common to every " + unit if n == 0 else f"{n} seed per {unit}"
 
 
 def _log_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
@@ -120,14 +110,13 @@ def k_trend_verdict(per_seed: Mapping[int, Mapping[int, float]], claim: str) -> 
 
     With at least 2 seeds at every K, each step between consecutive K is decided on the paired
     per-seed differences value(K_next) - value(K) by :func:`sign_verdict`, and the steps are
-    combined by :func:`combined_verdict` (held when every step moves the claimed way, not held
+    combined by :func:`combine_verdicts` (held when every step moves the claimed way, not held
     when one moves the other way). With one seed per K there is no interval: "inconclusive at
     this budget", and the spread says what the one seed shows; "inconclusive" with fewer than
     2 K or no seed common to all.
     """
     direction = {"falls": "negative", "rises": "positive"}
-    if claim not in direction:
-        raise ValueError(f"claim must be 'falls' or 'rises', not {claim!r}")
+    require_choice("claim", claim, tuple(direction))
     ks = list(per_seed)
     seeds = _grid_seeds(per_seed)
     if len(ks) < 2 or not seeds:
@@ -149,7 +138,7 @@ def k_trend_verdict(per_seed: Mapping[int, Mapping[int, float]], claim: str) -> 
         ci = paired.paired_interval(np.asarray(d, dtype=float))
         verdicts.append(sign_verdict(ci.low, ci.high, direction[claim]))
         texts.append(f"K {a}->{b} [{ci.low:.3g}, {ci.high:.3g}] {verdicts[-1]}")
-    return combined_verdict(verdicts), (
+    return combine_verdicts(verdicts), (
         f"{len(seeds)} paired seeds per K ({values}); 95% t intervals of the step: "
         + "; ".join(texts)
     )
@@ -178,9 +167,9 @@ def k_rate_verdict(
                 f"{rate:.3g}; no interval from one seed"
             ),
         )
-    ci = paired.paired_interval(slopes - rate)
+    verdict, ci = lower_verdict(slopes - rate)
     return (
-        sign_verdict(ci.low, ci.high, "negative"),
+        verdict,
         mean,
         (
             f"per-seed log-log slope, mean {mean:.3g}; slope - ({rate:.3g}): 95% t interval "
@@ -212,9 +201,9 @@ def stable_verdict(
     per = np.array(
         [max(per_seed[p][s] for p in points) / min(per_seed[p][s] for p in points) for s in seeds]
     )
-    ci = paired.paired_interval(per - ratio)
+    verdict, ci = lower_verdict(per - ratio)
     return (
-        sign_verdict(ci.low, ci.high, "negative"),
+        verdict,
         overall,
         (
             f"{len(seeds)} seeds per scale ({values}); per-seed max / min - {ratio:g}: 95% t "
@@ -488,20 +477,20 @@ def _per_seed(results: Sequence[Any], metric: Callable[[dict], float]) -> dict[t
     return out
 
 
-def _paired(values: dict[tuple, dict], ours: tuple, theirs: tuple, sign: float = 1.0):
-    """Paired differences sign * (ours - theirs) over the seeds both have."""
+def _paired(values: dict[tuple, dict], ours: tuple, theirs: tuple):
+    """Paired differences ours - theirs over the seeds both have."""
     a, b = values.get(ours, {}), values.get(theirs, {})
     seeds = sorted(set(a) & set(b))
-    return [sign * (a[s] - b[s]) for s in seeds]
+    return [a[s] - b[s] for s in seeds]
 
 
 def _late(curve: np.ndarray) -> float:
     return float(curve[-max(1, curve.size // 10) :].mean())
 
 
-def _missing_row(key, ref, claim, paper, missing, nb, *, line=False) -> Claim:
+def _missing_row(key, ref, claim, paper, missing, nb) -> Claim:
     return _row(
-        key, ref, claim, paper, None, f"{missing} runs not cached", "inconclusive", nb, line=line
+        key, ref, claim, paper, None, f"{missing} runs not cached", "inconclusive", nb, line=True
     )
 
 
@@ -509,23 +498,22 @@ def _missing_row(key, ref, claim, paper, missing, nb, *, line=False) -> Claim:
 # Fig. 2 and the gamma-free part of Fig. 4's text (notebook 12)
 
 
-def _versus_baselines(values, k: int, *, higher_is_better: bool = False):
+def _versus_baselines(values, k: int):
     """(verdict, mean difference and interval text) of K-Vib against each of :data:`BASELINES`;
     the mean and interval are those against the best baseline by its mean (as notebook 12)."""
-    sign = -1.0 if higher_is_better else 1.0
     verdicts, texts = [], []
     for b in BASELINES:
-        v, ci = lower_verdict(_paired(values, ("kvib", k, None), (b, k, None), sign))
+        v, ci = lower_verdict(_paired(values, ("kvib", k, None), (b, k, None)))
         verdicts.append(v)
         texts.append(f"{b} {v}")
     means = {
         b: np.mean(list(values.get((b, k, None), {np.nan: np.nan}).values())) for b in BASELINES
     }
-    best = min(means, key=lambda b: sign * means[b])
-    d = _paired(values, ("kvib", k, None), (best, k, None), sign)
+    best = min(means, key=means.get)
+    d = _paired(values, ("kvib", k, None), (best, k, None))
     _, ci = lower_verdict(d)
     spread = f"against {best} (best baseline): {_interval_text(ci)}; " + ", ".join(texts)
-    return combined_verdict(verdicts), (float(np.mean(d)) if d else None), spread
+    return combine_verdicts(verdicts), (float(np.mean(d)) if d else None), spread
 
 
 def figure2_claims(profile: str, results_dir: str) -> list[Claim]:
@@ -553,7 +541,7 @@ def figure2_claims(profile: str, results_dir: str) -> list[Claim]:
             f"{claims_text[name]}; ours: {label}, K = {k}, K-Vib - best",
         )
         if missing:
-            out.append(_missing_row(key, "Fig. 2", text, None, missing, _NB12, line=True))
+            out.append(_missing_row(key, "Fig. 2", text, None, missing, _NB12))
             continue
         verdict, ours, spread = _versus_baselines(_per_seed(results, metric), k)
         out.append(_row(key, "Fig. 2", text, None, ours, spread, verdict, _NB12, line=True))
@@ -565,7 +553,7 @@ def figure2_claims(profile: str, results_dir: str) -> list[Claim]:
         f"{k}, K-Vib - it"
     )
     if missing:
-        out.append(_missing_row(key, "Fig. 2", text, None, missing, _NB12, line=True))
+        out.append(_missing_row(key, "Fig. 2", text, None, missing, _NB12))
     else:
         d = _paired(
             _per_seed(results, metrics["loss"][1]), ("kvib", k, None), (NORMALISED, k, None)
@@ -578,7 +566,7 @@ def figure2_claims(profile: str, results_dir: str) -> list[Claim]:
         "uniform ISP - uniform without replacement (same p = K/N)"
     )
     if missing:
-        out.append(_missing_row(key, "Sec. 6.2 (Fig. 4)", text, None, missing, _NB12, line=True))
+        out.append(_missing_row(key, "Sec. 6.2 (Fig. 4)", text, None, missing, _NB12))
     else:
         early = _per_seed(
             results, lambda r: float(r["variance"][: max(1, r["variance"].size // 10)].mean())
@@ -592,17 +580,7 @@ def figure2_claims(profile: str, results_dir: str) -> list[Claim]:
                 "; the variance then measures the explosion, not the sampling, and more seeds "
                 "would not change that"
             )
-            row = _row(
-                key,
-                row.ref,
-                text,
-                None,
-                row.ours,
-                f"{why}; {row.spread}",
-                "inconclusive",
-                _NB12,
-                line=True,
-            )
+            row = dataclasses.replace(row, spread=f"{why}; {row.spread}", verdict="inconclusive")
         out.append(row)
     return out
 
@@ -631,9 +609,7 @@ def figure3_claims(profile: str, results_dir: str) -> list[Claim]:
     grid_text = f"K = {', '.join(map(str, ks))} (grid ours)"
     text = "K-Vib's regret falls substantially as K grows"
     if missing:
-        out.append(
-            _missing_row("kvib.fig3b.falls", "Fig. 3(b)", text, None, missing, _NB12, line=True)
-        )
+        out.append(_missing_row("kvib.fig3b.falls", "Fig. 3(b)", text, None, missing, _NB12))
         out.append(
             _missing_row(
                 "kvib.fig3b.rate",
@@ -642,7 +618,6 @@ def figure3_claims(profile: str, results_dir: str) -> list[Claim]:
                 PAPER_K_RATE,
                 missing,
                 _NB12,
-                line=True,
             )
         )
     else:
@@ -684,7 +659,7 @@ def figure3_claims(profile: str, results_dir: str) -> list[Claim]:
         key = f"kvib.fig6.{name}"
         text = f"{name}'s regret is not reduced by a larger K: it rises (App. F)"
         if missing:
-            out.append(_missing_row(key, "Fig. 6", text, None, missing, _NB12, line=True))
+            out.append(_missing_row(key, "Fig. 6", text, None, missing, _NB12))
             continue
         values = by_k(name)
         means = [float(np.mean(list(values[k].values()))) for k in ks]
@@ -727,7 +702,7 @@ def figure3_claims(profile: str, results_dir: str) -> list[Claim]:
             f"gamma scales (below {GAMMA_STABLE_RATIO})"
         )
         if gmissing:
-            out.append(_missing_row(key, "Fig. 3(c)", text, None, gmissing, _NB12, line=True))
+            out.append(_missing_row(key, "Fig. 3(c)", text, None, gmissing, _NB12))
             continue
         per = {lab[2]: v for lab, v in _per_seed(gam, metric).items()}
         verdict, ratio, spread = stable_verdict(per, GAMMA_STABLE_RATIO)
@@ -805,7 +780,7 @@ def figure4_claims(profile: str, results_dir: str) -> list[Claim]:
             "K-Vib - it"
         )
         if missing:
-            out.append(_missing_row(key, "Fig. 4(b)", text, None, missing, _NB13, line=True))
+            out.append(_missing_row(key, "Fig. 4(b)", text, None, missing, _NB13))
             continue
         d = _paired(rounds, ("kvib", k, None), (base, k, None))
         if len(d) < 2 or not np.isfinite(d).all():
@@ -845,7 +820,7 @@ def figure4_claims(profile: str, results_dir: str) -> list[Claim]:
             "the last tenth of the rounds, uniform - it"
         )
         if missing:
-            out.append(_missing_row(key, "Fig. 4(b)", text, None, missing, _NB13, line=True))
+            out.append(_missing_row(key, "Fig. 4(b)", text, None, missing, _NB13))
             continue
         # "no better" is refuted when the baseline is better: uniform - it < 0 means it is
         d = _paired(late, ("uniform_unbiased", k, None), (base, k, None))
@@ -856,7 +831,7 @@ def figure4_claims(profile: str, results_dir: str) -> list[Claim]:
         "the rounds, the best other sampler - K-Vib"
     )
     if missing:
-        out.append(_missing_row(key, "Fig. 4(b)", text, None, missing, _NB13, line=True))
+        out.append(_missing_row(key, "Fig. 4(b)", text, None, missing, _NB13))
     else:
         others = [lab for lab in late if lab[0] != "kvib"]
         best = max(others, key=lambda lab: np.mean(list(late[lab].values())))

@@ -48,6 +48,8 @@ PAPERS = {
 #: a regular expression matching any verdict (longest first: "held" is inside "not held"); a
 #: row's ``printed_as`` wraps it in a group to find the verdict a notebook prints
 VERDICT_PATTERN = "|".join(re.escape(v) for v in sorted(VERDICTS, key=len, reverse=True))
+#: :data:`VERDICT_PATTERN` as a capturing group, for a row's ``printed_as``
+VERDICT_GROUP = f"({VERDICT_PATTERN})"
 COLUMNS = (
     "paper",
     "ref",
@@ -135,6 +137,34 @@ def sign_verdict(low: float, high: float, claimed: str = "positive") -> str:
     if not (above or below):
         return "inconclusive at this budget"
     return "held" if above == (claimed == "positive") else "not held"
+
+
+def interval_verdict(differences: Sequence[float], claimed: str, level: float = 0.95):
+    """(verdict, interval) of a claim that names a direction but no size, from paired
+    differences over seeds: :func:`sign_verdict` of their t interval
+    (:func:`aoi_fl.pipeline.paired.paired_interval`); "inconclusive" with fewer than 2 finite
+    differences (interval None)."""
+    from aoi_fl.pipeline.paired import paired_interval
+
+    d = np.asarray(differences, dtype=float)
+    if d.size < 2 or not np.isfinite(d).all():
+        return "inconclusive", None
+    ci = paired_interval(d, level)
+    return sign_verdict(ci.low, ci.high, claimed), ci
+
+
+def combine_verdicts(verdicts: Iterable[str]) -> str:
+    """A claim made of parts: "held" if every part is held, "not held" if some part is not
+    held, "inconclusive" if the runs of a part are missing (or there are no parts), otherwise
+    "inconclusive at this budget"."""
+    verdicts = list(verdicts)
+    if verdicts and all(v == "held" for v in verdicts):
+        return "held"
+    if "not held" in verdicts:
+        return "not held"
+    if not verdicts or "inconclusive" in verdicts:
+        return "inconclusive"
+    return "inconclusive at this budget"
 
 
 def value_verdict(paper_value: float, ours: float, rtol: float) -> str:

@@ -445,27 +445,17 @@ def test_claims_table_verdict_branches():
         "cyclic": [0.9, 0.86, 0.89],
         "reshuffled": [0.87, 0.83, 0.86],
     }
-    full = fr.long_claims(
-        _claim_runs(
-            [0.9, 0.85, 0.88],
-            [0.9, 0.85, 0.88],
-            seeds=three,
-            cases_acc=cases,
-            biased_acc=[0.95, 0.95, 0.95],
-        )
-    )
+
+    def panel(cases_acc, biased_acc):
+        base = [0.9, 0.85, 0.88]
+        runs = _claim_runs(base, base, seeds=three, cases_acc=cases_acc, biased_acc=biased_acc)
+        return fr.long_claims(runs)
+
+    full = panel(cases, [0.95, 0.95, 0.95])
     assert full.loc["(iii)", "verdict"] == "held" and full.loc["(iii)", "parts held"] == "2/2"
     assert full.loc["(viii)", "verdict"] == "held" and full.loc["(viii)", "parts held"] == "4/4"
     spread = {**cases, "cyclic": [0.99, 0.99, 0.99]}
-    bad = fr.long_claims(
-        _claim_runs(
-            [0.9, 0.85, 0.88],
-            [0.9, 0.85, 0.88],
-            seeds=three,
-            cases_acc=spread,
-            biased_acc=[0.1, 0.1, 0.1],
-        )
-    )
+    bad = panel(spread, [0.1, 0.1, 0.1])
     assert bad.loc["(iii)", "verdict"] == "not held"
     assert bad.loc["(viii)", "verdict"] == "not held"
     assert set(full["verdict"]) <= set(fr.VERDICTS)

@@ -55,11 +55,11 @@ def test_lower_verdict_small_cases():
 
 
 def test_combined_and_trend_verdicts():
-    assert kc.combined_verdict(["held", "held"]) == "held"
-    assert kc.combined_verdict(["held", "inconclusive at this budget"]) == (
+    assert kc.combine_verdicts(["held", "held"]) == "held"
+    assert kc.combine_verdicts(["held", "inconclusive at this budget"]) == (
         "inconclusive at this budget"
     )
-    assert kc.combined_verdict(["inconclusive", "not held"]) == "not held"
+    assert kc.combine_verdicts(["inconclusive", "not held"]) == "not held"
 
 
 def _grid(*columns):
