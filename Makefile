@@ -7,6 +7,7 @@
 #   make figures EXECUTOR=ray  train missing runs as Ray tasks (RAY_ADDRESS=... joins a cluster)
 #   make test               lint, unit tests, and every notebook under nbval in the smoke profile
 #                           (TEST_JOBS=2 unit-test workers; TEST_JOBS=0 runs them in this process)
+#   make foreign-cpu        the CPU-sensitive tests again, with the kernels of another x86-64 CPU
 #   make test-fast          the unit tests not marked slow (under a minute): for the edit-test loop
 #   make bench              performance benchmarks (ratios against references in the same run)
 #   make lab                JupyterLab on the notebooks (LAB_IP, LAB_PORT; --allow-root when root)
@@ -39,7 +40,7 @@ endif
 export FLWR_TELEMETRY_ENABLED := 0
 export RAY_USAGE_STATS_ENABLED := 0
 
-.PHONY: all venv check-python data figures test test-fast lint unit nbtest bench lab clean \
+.PHONY: all venv check-python data figures test test-fast lint unit foreign-cpu nbtest bench lab clean \
 	report browser report-check
 
 all: figures
@@ -77,10 +78,15 @@ lint: venv
 unit: venv data
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile tests
 
+# a stranger's CPU rounds differently: the tests whose numbers depend on the kernels, run with
+# other kernels than this machine's defaults (scripts/foreign_cpu.py says which)
+foreign-cpu: venv data
+	$(PY) scripts/foreign_cpu.py $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m cpu_sensitive tests
+
 nbtest: venv data
 	AOI_FL_PROFILE=smoke MPLBACKEND=agg $(PY) -m pytest -q --nbval-lax notebooks
 
-test: lint browser unit nbtest report-check
+test: lint browser unit foreign-cpu nbtest report-check
 
 test-fast: venv data
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not slow" tests

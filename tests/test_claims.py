@@ -118,6 +118,7 @@ VERDICT = claims.VERDICT_PATTERN
 
 
 @pytest.mark.slow
+@pytest.mark.cpu_sensitive
 def test_every_bold_verdict_in_the_readme_findings_is_the_ledgers(ledger):
     section = findings()
     tagged = re.findall(rf"\*\*({VERDICT})\*\*<!--(.*?)-->", section, flags=re.S)
@@ -141,6 +142,7 @@ def notebook_text(name: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.cpu_sensitive
 def test_a_notebook_prints_the_verdict_its_ledger_row_has(ledger):
     from aoi_fl.pipeline.claims import default_builders
 
@@ -172,6 +174,7 @@ def test_every_number_of_the_aoi_papers_sec_v_and_table_ii_has_a_row(ledger):
 
 
 @pytest.mark.slow
+@pytest.mark.cpu_sensitive
 def test_the_committed_ledger_notebook_prints_the_ledger(ledger):
     # what 00_claims shows is the ledger of the committed cache (re-run make figures NB=00 if not)
     text = notebook_text("00_claims")

@@ -70,6 +70,7 @@ def restored_environ():
 
 
 @pytest.mark.slow
+@pytest.mark.cpu_sensitive
 @pytest.mark.parametrize("path", THEORY, ids=lambda p: p.name)
 def test_theory_notebook_reexecutes_to_its_committed_text_and_figures(
     path, tmp_path, restored_environ
