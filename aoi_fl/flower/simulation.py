@@ -24,6 +24,7 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Context, MetricRecord
 from flwr.serverapp import Grid, ServerApp
 from flwr.simulation import run_simulation
 
+from aoi_fl.core.train import FederatedTrainer
 from aoi_fl.flower.client import client_app
 from aoi_fl.flower.strategy import SamplerStrategy
 
@@ -115,3 +116,21 @@ def run_flower(
     if not final:
         raise RuntimeError("the Flower simulation ended without a result (see its log above)")
     return FlowerRun({**copy.deepcopy(strategy.history), **evaluations}, final)
+
+
+def agreement(run: FlowerRun, trainer: FederatedTrainer) -> dict[str, bool]:
+    """Whether a Flower run and an in-process run of the same configuration agree, record by
+    record: facts that hold bit for bit on any CPU when both sides train with the same kernels
+    and thread count (the numbers themselves move from CPU to CPU; these answers do not)."""
+    fl, h = run.history, trainer.history
+    return {
+        "same selections": fl["selected"] == h["selected"],
+        "same weights": fl["weights"] == h["weights"],
+        "same update norms": fl["update_norms"] == h["update_norms"],
+        "same model": all(
+            np.array_equal(run.final_params[k], v.cpu().numpy())
+            for k, v in trainer.reported_params().items()
+        ),
+        "same test accuracy": fl["eval_round"] == h["eval_round"]
+        and fl["test_accuracy"] == h["test_accuracy"],
+    }

@@ -121,6 +121,28 @@ def plot_accuracy(
     return ax
 
 
+def plot_selections(
+    ax: plt.Axes,
+    traces: dict[str, list[list[int]]],
+    n: int,
+    color: str,
+) -> plt.Axes:
+    """Which clients (y) each round (x) selected, one marker per trace, drawn over each other:
+    where the traces agree every ring holds a cross. ``traces[label]`` is a run's per-round list
+    of selected client indices (the ``selected`` record); at most two traces (a ring, a cross)."""
+    if not 1 <= len(traces) <= 2:
+        raise ValueError(f"traces must hold one or two runs, got {len(traces)}")
+    marks = ({"marker": "o", "facecolors": "none", "s": 36}, {"marker": "x", "s": 16})
+    for (label, selected), mark in zip(traces.items(), marks, strict=False):
+        rounds = [t + 1 for t, ids in enumerate(selected) for _ in ids]
+        clients = [i for ids in selected for i in ids]
+        ax.scatter(rounds, clients, color=color, label=label, lw=1, **mark)
+    ax.set_ylim(-0.5, n - 0.5)
+    ax.set_xlabel("round")
+    ax.set_ylabel("client")
+    return ax
+
+
 def draw_chain(p: np.ndarray, ax: plt.Axes | None = None, *, precision: int = 2) -> plt.Axes:
     """Fig. 1: the age chain with states 0..m', edges labelled with p_a and 1 - p_a.
 

@@ -6,7 +6,7 @@ import torch
 
 pytest.importorskip("flwr")
 
-from aoi_fl.flower.simulation import run_flower  # noqa: E402
+from aoi_fl.flower.simulation import agreement, run_flower  # noqa: E402
 from aoi_fl.pipeline import runs  # noqa: E402
 
 CONFIG = {
@@ -40,6 +40,11 @@ def test_a_flower_simulation_reproduces_the_in_process_run():
     assert flower.history["test_loss"] == history["test_loss"]
     for k, v in trainer.params.items():
         np.testing.assert_array_equal(flower.final_params[k], v.numpy())
+    assert all(agreement(flower, trainer).values())
+    # a model one step further is not the same model, and other selections are not the same
+    trainer.run_round()
+    differs = agreement(flower, trainer)
+    assert not differs["same model"] and not differs["same selections"]
 
 
 def test_a_stateful_method_is_refused_before_anything_starts():

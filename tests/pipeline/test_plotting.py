@@ -151,3 +151,17 @@ def test_plot_accuracy_without_target_draws_only_the_policies():
     with pytest.raises(ValueError, match="unknown style name 'fifo'"):
         plotting.plot_accuracy(ax, {"fifo": (np.arange(2), np.array([[0.1, 0.2]]))})
     plt.close(fig)
+
+
+def test_plot_selections_marks_every_selection_of_each_trace_at_its_round():
+    fig, ax = plt.subplots()
+    traces = {"Flower": [[0, 2], [1]], "in process": [[0, 2], [3]]}
+    plotting.plot_selections(ax, traces, n=4, color="red")
+    rings, crosses = ax.collections
+    assert rings.get_offsets().tolist() == [[1, 0], [1, 2], [2, 1]]
+    assert crosses.get_offsets().tolist() == [[1, 0], [1, 2], [2, 3]]
+    assert ax.get_legend_handles_labels()[1] == ["Flower", "in process"]
+    assert ax.get_ylim() == (-0.5, 3.5)
+    with pytest.raises(ValueError, match="traces must hold one or two runs, got 3"):
+        plotting.plot_selections(ax, {**traces, "third": [[0]]}, n=4, color="red")
+    plt.close(fig)
