@@ -31,7 +31,13 @@ from typing import Any
 import numpy as np
 
 from aoi_fl.aoi import markov
-from aoi_fl.core.registry import PALETTE, Style, register_family, register_sampler
+from aoi_fl.core.registry import (
+    PALETTE,
+    Style,
+    declare_options,
+    register_family,
+    register_sampler,
+)
 from aoi_fl.core.selection import Sampler, SeededSampler, Selection, sizes_key
 from aoi_fl.core.validation import require_choice, require_int, require_n_m, require_sizes
 
@@ -312,5 +318,8 @@ _STYLES = {
     "markov_nonoptimal": Style("Policy 4: Markov non-optimal", PALETTE[3], "D"),
 }
 for _policy in POLICIES:
-    register_sampler(_policy, functools.partial(_configured, _policy), _STYLES[_policy])
+    _factory = declare_options(
+        functools.partial(_configured, _policy), make_sampler, passed=("policy",)
+    )
+    register_sampler(_policy, _factory, _STYLES[_policy])
 register_family("AoI policies", POLICIES)

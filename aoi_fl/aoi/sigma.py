@@ -76,6 +76,16 @@ _ENUMERATION_CHUNK = 1 << 15
 _EMPTY_MODES = ("forced", "paper", "skip")
 
 
+def _require_quadrature(quadrature: object) -> Quadrature:
+    if not isinstance(quadrature, Quadrature):
+        raise TypeError(
+            "quadrature must be a Quadrature: sigma.EXACT (the default), sigma.DISPLAY or your "
+            f"own Quadrature(step, left_tail, right_u); got {quadrature!r} "
+            f"({type(quadrature).__name__})"
+        )
+    return quadrature
+
+
 def _log_grid(sizes: np.ndarray, m: int, rule: Quadrature = EXACT) -> tuple[np.ndarray, np.ndarray]:
     """Nodes t and trapezoid weights h t (dt = t ds) of the rule on s = log t described above."""
     ordered = np.sort(sizes)
@@ -143,6 +153,7 @@ def random_weight_moments(
     for n in the thousands and for sizes spanning up to 100 orders of magnitude. m = 1 (every
     selected weight is 1) and m = n (deterministic weights d_i / sum d) are closed forms.
     """
+    quadrature = _require_quadrature(quadrature)
     d = require_sizes("sizes", sizes)
     n, m = require_n_m(d.size, m)
     if m == 1:

@@ -7,7 +7,9 @@ sizes, and its plot :class:`Style`); an algorithm likewise with :func:`register_
 (aggregation rules, participation patterns) register a style only (:func:`register_style`), and
 names shown side by side form a family (:func:`register_family`), in which every colour and
 marker differ (tested). A policy added in a user's own file registers itself there and is
-usable as soon as that file is imported: nothing else needs an edit.
+usable as soon as that file is imported: nothing else needs an edit. A factory that passes its
+``**options`` on declares them (:func:`declare_options`), so that a configuration naming an
+unknown option, or missing a required one, is told the valid ones before anything runs.
 
 The registries fill as modules are imported; :mod:`aoi_fl.pipeline.runs` imports every module
 of the four papers, so after it everything here is complete.
@@ -15,6 +17,7 @@ of the four papers, so after it everything here is complete.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +75,27 @@ def _add(kind: str, table: dict[str, Any], name: str, value: Any) -> None:
     if name in table and _origin(table[name]) != _origin(value):
         raise ValueError(f"{kind} {name!r} is registered twice: {table[name]!r} and {value!r}")
     table[name] = value
+
+
+def declare_options(
+    factory: Callable[..., Any], target: Callable[..., Any], *, passed: Iterable[str] = ()
+) -> Callable[..., Any]:
+    """``factory``, which passes its ``**options`` on to ``target``, with a signature listing them.
+
+    The options are ``target``'s parameters other than the factory's own and those it
+    ``passed`` itself, each keyword-only; :func:`inspect.signature` (hence ``help`` and the
+    checks of configurations) then shows the real options.
+    """
+    signature = inspect.signature(factory)
+    kept = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    taken = {p.name for p in kept} | set(passed)
+    options = [
+        p.replace(kind=p.KEYWORD_ONLY)
+        for p in inspect.signature(target).parameters.values()
+        if p.name not in taken and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    factory.__signature__ = signature.replace(parameters=[*kept, *options])
+    return factory
 
 
 def register_style(name: str, style: Style) -> None:

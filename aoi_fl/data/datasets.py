@@ -570,6 +570,21 @@ NORMALIZATION: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
 }
 
 
+#: (channels, height, width) of one normalised sample, and the number of classes, of each real
+#: dataset (synthetic CIFAR has CIFAR's shape)
+IMAGE_SHAPES: dict[str, tuple[int, int, int]] = {
+    "mnist": (1, 28, 28),
+    "fashion_mnist": (1, 28, 28),
+    "cifar10": (3, 32, 32),
+    "cifar100": (3, 32, 32),
+}
+NUM_CLASSES: dict[str, int] = {
+    "mnist": 10,
+    "fashion_mnist": 10,
+    **{name: spec.num_classes for name, spec in _CIFAR.items()},
+}
+
+
 def normalize_images(
     images: torch.Tensor, mean: Sequence[float], std: Sequence[float]
 ) -> torch.Tensor:
@@ -652,8 +667,15 @@ def _bundle(
         images, labels = load(root, train=train, **kw)
         images, labels = images[:limit], labels[:limit]
         splits.append(TensorSplit(normalize_images(images, mean, std), labels))
-    num_classes = _CIFAR[name].num_classes if name in _CIFAR else 10
-    return DatasetBundle(name, splits[0], splits[1], num_classes)
+    return DatasetBundle(name, splits[0], splits[1], NUM_CLASSES[name])
+
+
+def split_limits(n_train: int | None, n_test: int | None) -> tuple[int | None, int | None]:
+    """``n_train`` and ``n_test`` of :func:`load_dataset`, checked: None (all) or >= 1."""
+    return tuple(
+        None if n is None else require_int(arg, n, minimum=1)
+        for arg, n in (("n_train", n_train), ("n_test", n_test))
+    )
 
 
 def load_dataset(
@@ -671,14 +693,20 @@ def load_dataset(
     be fast; the full files are still read and verified).
     """
     name = require_choice("dataset", name, NORMALIZATION)
-    limits = tuple(
-        None if n is None else require_int(arg, n, minimum=1)
-        for arg, n in (("n_train", n_train), ("n_test", n_test))
-    )
+    limits = split_limits(n_train, n_test)
     if name in ("mnist", "fashion_mnist"):
         return _bundle(name, load_mnist if name == "mnist" else load_fashion_mnist, root, limits)
     load = load_cifar10 if name == "cifar10" else load_cifar100
     return _bundle(name, load, root, limits, verify=verify)
+
+
+def synthetic_cifar_options(num_classes: int, n_train: int, n_test: int) -> tuple[int, int, int]:
+    """The options of :func:`synthetic_cifar`, checked (also before anything is generated)."""
+    return (
+        require_int("num_classes", num_classes, minimum=2),
+        require_int("n_train", n_train, minimum=1),
+        require_int("n_test", n_test, minimum=1),
+    )
 
 
 def synthetic_cifar(
@@ -692,9 +720,7 @@ def synthetic_cifar(
     Normalised with the CIFAR statistics like the real data; ``name`` is
     ``"synthetic-cifar10"`` / ``"synthetic-cifar100"`` and ``synthetic`` is True.
     """
-    num_classes = require_int("num_classes", num_classes, minimum=2)
-    n_train = require_int("n_train", n_train, minimum=1)
-    n_test = require_int("n_test", n_test, minimum=1)
+    num_classes, n_train, n_test = synthetic_cifar_options(num_classes, n_train, n_test)
     rng = generator(seed, "synthetic_data")
     prototypes = rng.uniform(0.0, 255.0, size=(num_classes, 32, 32, 3))
     mean, std = NORMALIZATION["cifar100" if num_classes > 10 else "cifar10"]

@@ -39,6 +39,25 @@ def _bundle(
     return DatasetBundle(name, split(0, 1), split(2, 3), classes, True, partition)
 
 
+def linear_regression_options(
+    n_clients: int,
+    samples: int,
+    test_samples: int,
+    features: int,
+    heterogeneity: float,
+    noise: float,
+) -> tuple[int, int, int, int, float, float]:
+    """The options of :func:`linear_regression`, checked (also before anything is generated)."""
+    return (
+        require_int("n_clients", n_clients, minimum=1),
+        require_int("samples", samples, minimum=1),
+        require_int("test_samples", test_samples, minimum=1),
+        require_int("features", features, minimum=1),
+        require_real("heterogeneity", heterogeneity, minimum=0.0),
+        require_real("noise", noise, minimum=0.0),
+    )
+
+
 def linear_regression(
     n_clients: int = 100,
     samples: int = 100,
@@ -57,12 +76,9 @@ def linear_regression(
     sum_i p_i f_i differ between weightings p (the point of the agnostic-FedAvg paper's problem
     (3)). Use with :class:`~aoi_fl.core.models.LinearRegression` and the loss ``"mse"``.
     """
-    n_clients = require_int("n_clients", n_clients, minimum=1)
-    samples = require_int("samples", samples, minimum=1)
-    test_samples = require_int("test_samples", test_samples, minimum=1)
-    features = require_int("features", features, minimum=1)
-    heterogeneity = require_real("heterogeneity", heterogeneity, minimum=0.0)
-    noise = require_real("noise", noise, minimum=0.0)
+    n_clients, samples, test_samples, features, heterogeneity, noise = linear_regression_options(
+        n_clients, samples, test_samples, features, heterogeneity, noise
+    )
     rng = generator(seed, "synthetic_linear_regression")
     shared = rng.standard_normal(features)
     parts = []
@@ -76,6 +92,25 @@ def linear_regression(
             client += [x, y]
         parts.append(tuple(client))
     return _bundle("synthetic-linear-regression", parts, 1)
+
+
+def fedprox_synthetic_options(
+    alpha: float,
+    beta: float,
+    n_clients: int,
+    features: int,
+    classes: int,
+    train_fraction: float,
+) -> tuple[float, float, int, int, int, float]:
+    """The options of :func:`fedprox_synthetic`, checked (also before anything is generated)."""
+    return (
+        require_real("alpha", alpha, minimum=0.0),
+        require_real("beta", beta, minimum=0.0),
+        require_int("n_clients", n_clients, minimum=1),
+        require_int("features", features, minimum=1),
+        require_int("classes", classes, minimum=2),
+        require_real("train_fraction", train_fraction, minimum=0.0, maximum=1.0),
+    )
 
 
 def fedprox_synthetic(
@@ -98,12 +133,9 @@ def fedprox_synthetic(
     split into its first floor(train_fraction * n_i) for training and the rest for testing.
     Use with :class:`~aoi_fl.core.models.LogisticRegression` and cross-entropy.
     """
-    alpha = require_real("alpha", alpha, minimum=0.0)
-    beta = require_real("beta", beta, minimum=0.0)
-    n_clients = require_int("n_clients", n_clients, minimum=1)
-    features = require_int("features", features, minimum=1)
-    classes = require_int("classes", classes, minimum=2)
-    train_fraction = require_real("train_fraction", train_fraction, minimum=0.0, maximum=1.0)
+    alpha, beta, n_clients, features, classes, train_fraction = fedprox_synthetic_options(
+        alpha, beta, n_clients, features, classes, train_fraction
+    )
     rng = generator(seed, "synthetic_fedprox")
     sizes = np.floor(rng.lognormal(4.0, 2.0, n_clients)).astype(np.int64) + 50
     u = rng.normal(0.0, alpha, n_clients)

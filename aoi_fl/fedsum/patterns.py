@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from aoi_fl.aoi.samplers import RandomWeighted
-from aoi_fl.core.registry import register_sampler
+from aoi_fl.core.registry import declare_options, register_sampler
 from aoi_fl.core.selection import SeededSampler, Selection
 from aoi_fl.core.validation import (
     require_int,
@@ -247,7 +247,7 @@ class ReshuffledCyclic(SeededSampler):
 
 
 def _ignore_sizes(cls: type) -> Any:
-    return lambda n, sizes, **options: cls(n, **options)
+    return declare_options(lambda n, sizes, **options: cls(n, **options), cls)
 
 
 #: pattern name -> factory(n, sizes, **options), for :data:`aoi_fl.pipeline.runs.SAMPLERS` (the

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from aoi_fl.core.registry import PALETTE, Style, register_sampler
+from aoi_fl.core.registry import PALETTE, Style, declare_options, register_sampler
 from aoi_fl.core.selection import SeededSampler, Selection, sizes_key
 from aoi_fl.core.validation import require_int, require_real, require_sizes
 from aoi_fl.kvib.estimators import draw, optimal_isp_probabilities
@@ -387,4 +387,5 @@ _STYLES = {
     "optimal": Style("optimal (full information)", "#222222", "*"),
 }
 for _name, _cls in UNBIASED_SAMPLERS.items():
-    register_sampler(_name, functools.partial(_configured, _cls), _STYLES[_name])
+    _factory = declare_options(functools.partial(_configured, _cls), _cls)
+    register_sampler(_name, _factory, _STYLES[_name])

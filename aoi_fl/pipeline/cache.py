@@ -131,6 +131,19 @@ class ResultStore:
         atomic_write_bytes(folder / "result.json", _sealed(body))
         return folder
 
+    def check_writable(self) -> None:
+        """Raise OSError unless results and checkpoints can be written here (the root is created
+        if missing; ``runs/`` is not, so that a folder without one has no result yet).
+
+        A folder that only has to be read (every result present) is never written to.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        for folder in (self.root, self.root / "runs"):
+            if folder.is_dir():
+                fd, probe = tempfile.mkstemp(dir=folder, prefix=".writable.", suffix=".tmp")
+                os.close(fd)
+                os.unlink(probe)
+
     def load(self, config: Mapping[str, Any]) -> tuple[dict, dict[str, np.ndarray]] | None:
         """``(result, arrays)`` for ``config``, or None when absent or corrupt (with a warning)."""
         folder = self.folder(config)

@@ -15,6 +15,7 @@ device that did is recorded with the result (:attr:`ExperimentResult.device`).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 import multiprocessing as mp
@@ -42,7 +43,7 @@ import aoi_fl.kvib.samplers  # noqa: F401
 from aoi_fl.core import registry
 from aoi_fl.core.algorithms import Algorithm
 from aoi_fl.core.device import requested_device
-from aoi_fl.core.models import MODELS, build_model
+from aoi_fl.core.models import build_model
 from aoi_fl.core.train import (
     LR_SCHEDULES,
     FederatedData,
@@ -63,6 +64,7 @@ from aoi_fl.data.partition import (
     zipf_sizes,
 )
 from aoi_fl.kvib.experiments import KVIB_RECORDER
+from aoi_fl.pipeline import config_checks
 from aoi_fl.pipeline.cache import (
     CheckpointStore,
     ResultStore,
@@ -140,15 +142,21 @@ PARTITIONS: dict[str, Callable[..., list[np.ndarray]]] = {
     "lognormal_dirichlet": _lognormal_dirichlet,
 }
 
+
+def _generated(make: Callable[..., DatasetBundle]) -> Callable[..., DatasetBundle]:
+    """``make(**options)`` as a function(root, **options): generated data reads no file."""
+    return registry.declare_options(lambda root, **options: make(**options), make)
+
+
 #: dataset name -> function(root, **options) -> DatasetBundle
 DATASETS: dict[str, Callable[..., DatasetBundle]] = {
-    "mnist": lambda root, **kw: load_dataset("mnist", root, **kw),
-    "fashion_mnist": lambda root, **kw: load_dataset("fashion_mnist", root, **kw),
-    "cifar10": lambda root, **kw: load_dataset("cifar10", root, **kw),
-    "cifar100": lambda root, **kw: load_dataset("cifar100", root, **kw),
-    "synthetic_cifar": lambda root, **kw: synthetic_cifar(**kw),
-    "linear_regression": lambda root, **kw: synthetic.linear_regression(**kw),
-    "fedprox_synthetic": lambda root, **kw: synthetic.fedprox_synthetic(**kw),
+    **{
+        name: functools.partial(load_dataset, name)
+        for name in ("mnist", "fashion_mnist", "cifar10", "cifar100")
+    },
+    "synthetic_cifar": _generated(synthetic_cifar),
+    "linear_regression": _generated(synthetic.linear_regression),
+    "fedprox_synthetic": _generated(synthetic.fedprox_synthetic),
 }
 
 _SECTIONS = ("dataset", "partition", "model", "sampler", "training")
@@ -184,22 +192,17 @@ OPTIONAL_TRAINING: dict[str, Any] = {
 _NOT_SETTINGS = ("lr", "algorithm", "keep_params")
 
 
-def _named(section: str, spec: Any, registry: Mapping[str, Callable[..., Any]]) -> Any:
-    if not isinstance(spec, Mapping) or "name" not in spec:
-        raise ValueError(f"{section} must be a dict with a 'name', got {spec!r}")
-    name = require_choice(section, spec["name"], registry)
-    return registry[name](**{k: v for k, v in spec.items() if k != "name"})
+def _built(spec: Mapping[str, Any], table: Mapping[str, Callable[..., Any]], *args: Any) -> Any:
+    """What the (checked) ``spec`` names in ``table``, built from ``args`` and its options."""
+    options = dict(spec)
+    return table[options.pop("name")](*args, **options)
 
 
 def _training_parts(
     t: Mapping[str, Any],
 ) -> tuple[TrainSettings, Callable[[int], float], Algorithm]:
     settings = TrainSettings(**{k: v for k, v in t.items() if k not in _NOT_SETTINGS})
-    return (
-        settings,
-        _named("training lr", t["lr"], LR_SCHEDULES),
-        _named("training algorithm", t["algorithm"], ALGORITHMS),
-    )
+    return settings, _built(t["lr"], LR_SCHEDULES), _built(t["algorithm"], ALGORITHMS)
 
 
 #: sampler name -> function(n, sizes, **options) -> Sampler (``sizes``: the clients' data sizes)
@@ -222,9 +225,12 @@ def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
     and ``training`` (:data:`TRAINING_DEFAULTS`, optional; its ``lr`` and ``algorithm`` are
     {"name", options} dicts naming entries of :data:`train.LR_SCHEDULES` and
     :data:`ALGORITHMS`).
+
+    Every configuration is checked before it is resolved (:mod:`aoi_fl.pipeline.config_checks`:
+    types, names, options, ranges, the model against the dataset), without loading any data.
+    NumPy numbers are taken as the Python numbers they equal (the same key).
     """
-    if not isinstance(config, Mapping):
-        raise TypeError(f"config must be a dict, got {type(config).__name__}")
+    config_checks.require_mapping("config", config)
     unknown = set(config) - set(_SECTIONS)
     missing = set(_SECTIONS) - set(config) - {"training"}
     if unknown or missing:
@@ -232,6 +238,9 @@ def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
             f"config sections must be {list(_SECTIONS)} (training optional); "
             f"unknown: {sorted(unknown)}, missing: {sorted(missing)}"
         )
+    config = config_checks.plain(config)
+    for section, spec in config.items():
+        config_checks.require_mapping(f"config section {section!r}", spec)
     training = dict(config.get("training", {}))
     config_device(config)  # checked here; where a run trains is not part of its key
     training.pop("device", None)
@@ -245,15 +254,7 @@ def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
             del training[key]
     resolved = {s: copy.deepcopy(dict(config[s])) for s in _SECTIONS if s != "training"}
     resolved["training"] = {**copy.deepcopy(TRAINING_DEFAULTS), **copy.deepcopy(training)}
-    for section, names in (
-        ("dataset", DATASETS),
-        ("partition", PARTITIONS),
-        ("model", MODELS),
-        ("sampler", SAMPLERS),
-    ):
-        require_choice(f"{section} name", resolved[section].get("name"), names)
-    _training_parts(resolved["training"])
-    config_key(resolved)  # fails here, not after training, if something is not JSON
+    config_checks.check_config(resolved, DATASETS, PARTITIONS)
     return resolved
 
 
@@ -295,7 +296,11 @@ def client_sizes(config: Mapping[str, Any], data_root: str = "data") -> np.ndarr
 
 def config_device(config: Mapping[str, Any]) -> str | None:
     """The device a configuration names in ``training.device`` (checked), or None."""
-    name = config.get("training", {}).get("device")
+    config_checks.require_mapping("config", config)
+    training = config_checks.require_mapping(
+        "config section 'training'", config.get("training", {})
+    )
+    name = training.get("device")
     return None if name is None else requested_device(name)
 
 
@@ -305,14 +310,12 @@ def build_trainer(
     """The :class:`FederatedTrainer` a configuration describes (see :func:`resolve_config`),
     on ``device``, else the configuration's ``training.device``, else ``$AOI_FL_DEVICE``, else
     ``auto``."""
-    device = config_device(config) if device is None else device
     c = resolve_config(config)
+    device = config_device(config) if device is None else device
     data = _federated_data(c, data_root)
-    partition = data.partition
     model_spec = dict(c["model"])
     model = build_model(model_spec.pop("name"), **model_spec)
-    sampler_spec = dict(c["sampler"])
-    sampler = SAMPLERS[sampler_spec.pop("name")](len(partition), data.sizes, **sampler_spec)
+    sampler = _built(c["sampler"], SAMPLERS, len(data.partition), data.sizes)
     settings, lr_schedule, algorithm = _training_parts(c["training"])
     return FederatedTrainer(
         model,
@@ -360,6 +363,16 @@ def _cached(resolved: dict, hit: tuple[dict, dict[str, np.ndarray]]) -> Experime
     )
 
 
+def _require_writable(cache_dir: str) -> None:
+    """Fail before a run trains, not when its result is stored, if it could not be stored."""
+    try:
+        ResultStore(cache_dir).check_writable()
+    except OSError as exc:
+        raise ValueError(
+            f"cache_dir={str(cache_dir)!r} must be writable to store new runs: {exc}"
+        ) from exc
+
+
 def run_experiment(
     config: Mapping[str, Any],
     *,
@@ -383,8 +396,8 @@ def run_experiment(
     ``device`` (else the configuration's ``training.device``, ``$AOI_FL_DEVICE``, ``auto``) is
     where a missing result is computed; a checkpoint written on another device resumes here.
     """
-    device = config_device(config) if device is None else requested_device(device)
     resolved = resolve_config(config)
+    device = config_device(config) if device is None else requested_device(device)
     checkpoint_every = require_int("checkpoint_every", checkpoint_every, minimum=1)
     if not checkpoint_seconds >= 0:
         raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
@@ -392,6 +405,7 @@ def run_experiment(
     results = ResultStore(cache_dir)
     if not rerun and (hit := results.load(resolved)) is not None:
         return _cached(resolved, hit)
+    _require_writable(cache_dir)
     checkpoints = CheckpointStore(cache_dir, resolved)
     if rerun:
         checkpoints.clear()
@@ -502,21 +516,24 @@ def run_grid(
     """
     executor = executor or os.environ.get(EXECUTOR_VAR) or "local"
     require_choice("executor", executor, EXECUTORS)
-    configs = list(configs)
-    devices = [config_device(c) if device is None else requested_device(device) for c in configs]
-    configs = [resolve_config(c) for c in configs]
+    given = list(configs)
+    configs = [resolve_config(c) for c in given]  # every one checked before any trains
+    devices = [config_device(c) if device is None else requested_device(device) for c in given]
     workers = require_int("workers", workers, minimum=1)
     store = ResultStore(cache_dir)
     results: dict[int, ExperimentResult] = {}
 
-    def finish(i: int) -> None:
-        results[i] = run_experiment(configs[i], cache_dir=cache_dir, data_root=data_root)
+    def finish(i: int, *, trained: bool = True) -> None:
+        result = run_experiment(configs[i], cache_dir=cache_dir, data_root=data_root)
+        results[i] = dataclasses.replace(result, cached=not trained)
         if on_result is not None:
             on_result(i, results[i])
 
     todo = [i for i, c in enumerate(configs) if rerun or store.load(c) is None]
+    if todo:
+        _require_writable(cache_dir)
     for i in sorted(set(range(len(configs))) - set(todo)):
-        finish(i)
+        finish(i, trained=False)
     own = threads if workers > 1 else None
     jobs = {i: (configs[i], cache_dir, rerun, data_root, own, devices[i]) for i in todo}
     if executor == "ray" and todo:

@@ -1,0 +1,464 @@
+"""Checks of a run configuration that need no data: a bad configuration fails before any work.
+
+A mistake found after the dataset is loaded costs seconds, one found after training costs the
+run, and in a grid every run before the bad one is trained and cached first. So
+:func:`aoi_fl.pipeline.runs.resolve_config` runs these checks on every configuration, and a grid
+checks all of its configurations before it trains one:
+
+- :func:`plain`: the values are JSON (NumPy numbers become Python's, so that they give the same
+  cache key) and no number is written as a string (``"0.5"`` would be stored under another key
+  than ``0.5``: the same run cached twice);
+- :func:`check_config`: names; every option against the signature of what it configures
+  (unknown and missing options are reported with the valid ones; the type an annotation names;
+  seeds; the ranges of partition options); dry runs of the sampler, the algorithm, the training
+  settings and the learning-rate schedule (every round's rate); the model against the dataset's
+  facts (:mod:`aoi_fl.data.facts`: one forward pass of a zero sample, outputs against classes,
+  loss against the task, the engine).
+
+Every message names the parameter by its path in the configuration (``sampler.m``,
+``training.lr``). Dry runs are cached per specification: a grid repeats its models and samplers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from aoi_fl.core import registry
+from aoi_fl.core.engines import LocalTraining
+from aoi_fl.core.models import MODELS, build_model
+from aoi_fl.core.train import LR_SCHEDULES, TrainSettings
+from aoi_fl.core.validation import require_choice, require_int, require_real
+from aoi_fl.data.facts import DatasetFacts, dataset_facts
+from aoi_fl.pipeline.cache import canonical_json
+
+Table = Mapping[str, Callable[..., Any]]
+
+#: the loss each kind of task trains with (classification needs an accuracy; a regression
+#: target has no class to take a cross-entropy against)
+TASK_LOSS = {"classification": "cross_entropy", "regression": "mse"}
+#: the learning rates float32 parameters can step with: a larger rate overflows in the first
+#: step, a smaller one is 0
+_FLOAT32_RATES = (float(np.finfo(np.float32).smallest_subnormal), float(np.finfo(np.float32).max))
+_SETTINGS = tuple(f.name for f in dataclasses.fields(TrainSettings))
+
+
+def _optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+    return lambda path, value: None if value is None else check(path, value)
+
+
+#: ranges of the partition options (besides n_clients >= 1, which every partition takes) that
+#: mean the same in every partition taking them; what needs the data (e.g. n_clients <= the
+#: number of samples) is checked when partitioning
+PARTITION_RANGES: dict[str, Callable[[str, Any], Any]] = {
+    "alpha": functools.partial(require_real, minimum=0.0, strict_minimum=True),
+    "a": functools.partial(require_real, minimum=1.0, strict_minimum=True),
+    "sigma": functools.partial(require_real, minimum=0.0),
+    "min_size": functools.partial(require_int, minimum=0),
+    "total": _optional(functools.partial(require_int, minimum=1)),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape and values
+
+
+def require_mapping(path: str, value: Any) -> Mapping[str, Any]:
+    """``value`` must be a dict; a bare name gets the hint of the dict it should be."""
+    if isinstance(value, Mapping):
+        return value
+    hint = f" (e.g. {{'name': {value!r}}})" if isinstance(value, str) else ""
+    raise TypeError(
+        f"{path} must be a dict of options{hint}, got {value!r} ({type(value).__name__})"
+    )
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _text(path: str, text: str) -> str:
+    try:
+        float(text)
+    except ValueError:
+        return text
+    raise TypeError(f"{path}={text!r} must be a number, not a string")
+
+
+def plain(value: Any, path: str = "") -> Any:
+    """``value`` as JSON types: NumPy scalars and arrays as Python numbers and lists, tuples as
+    lists; anything else that JSON cannot hold, and a number written as a string, raises."""
+    if isinstance(value, Mapping):
+        for key in value:
+            if not isinstance(key, str):
+                where = path or "config"
+                raise TypeError(f"{where} has the option name {key!r}; names must be strings")
+        return {k: plain(v, _join(path, k)) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return plain(value.tolist(), path)
+    if isinstance(value, list | tuple):
+        return [plain(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return int(value) if isinstance(value, int) else float(value)
+    if isinstance(value, str):
+        return _text(path, value)
+    raise TypeError(
+        f"{path}={value!r} ({type(value).__name__}) is not JSON serializable: use numbers, "
+        "strings, True/False, None, lists or dicts"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Names and options
+
+
+def _name(path: str, label: str, spec: Mapping[str, Any], table: Table) -> str:
+    if "name" not in spec:
+        raise ValueError(f"{path} must be a dict with a 'name' (one of {', '.join(sorted(table))})")
+    return require_choice(label, spec["name"], table)
+
+
+@functools.cache
+def _parameters(factory: Callable[..., Any], leading: int) -> tuple[inspect.Parameter, ...] | None:
+    """The options of ``factory`` after its ``leading`` positional arguments; None if it takes
+    any (``**options`` passed on without :func:`registry.declare_options`)."""
+    params = list(inspect.signature(factory).parameters.values())[leading:]
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return tuple(p for p in params if p.kind is not p.VAR_POSITIONAL)
+
+
+def _options_text(params: tuple[inspect.Parameter, ...]) -> str:
+    valid = ", ".join(p.name for p in params) or "none"
+    required = [p.name for p in params if p.default is p.empty]
+    return f"valid: {valid}" + (f" (required: {', '.join(required)})" if required else "")
+
+
+def _require_options(
+    path: str, name: str, options: Mapping[str, Any], params: tuple[inspect.Parameter, ...]
+) -> None:
+    known = {p.name for p in params}
+    unknown = sorted(set(options) - known)
+    missing = [p.name for p in params if p.default is p.empty and p.name not in options]
+    if unknown or missing:
+        problems = [f"unknown options {unknown}"] * bool(unknown)
+        problems += [f"missing options {missing}"] * bool(missing)
+        raise ValueError(f"{path} {name!r}: {', '.join(problems)}; {_options_text(params)}")
+
+
+_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "int": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "float": ("a real number", lambda v: isinstance(v, int | float) and not isinstance(v, bool)),
+    "bool": ("True or False", lambda v: isinstance(v, bool)),
+    "str": ("a string", lambda v: isinstance(v, str)),
+    "None": ("None", lambda v: v is None),
+}
+
+
+def _kinds(annotation: Any) -> list[str] | None:
+    """The simple types an annotation names ("int | None" -> int, None), or None for others."""
+    if annotation is inspect.Parameter.empty:
+        return None
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", None)
+    kinds = [part.strip() for part in str(text or annotation).split("|")]
+    return kinds if all(k in _KINDS for k in kinds) else None
+
+
+def _require_type(path: str, value: Any, param: inspect.Parameter) -> None:
+    kinds = _kinds(param.annotation)
+    if kinds is None or any(_KINDS[k][1](value) for k in kinds):
+        return
+    wanted = " or ".join(_KINDS[k][0] for k in kinds)
+    raise TypeError(f"{path} must be {wanted}, got {value!r} ({type(value).__name__})")
+
+
+def _check_options(
+    path: str, name: str, options: Mapping[str, Any], params: tuple[inspect.Parameter, ...] | None
+) -> None:
+    """``options`` (without ``name``) of what ``params`` (see :func:`_parameters`; None: any
+    option) describe: their names, the types the annotations name, every seed >= 0."""
+    if params is not None:
+        _require_options(path, name, options, params)
+        for p in params:
+            if p.name in options:
+                _require_type(f"{path}.{p.name}", options[p.name], p)
+    if "seed" in options:
+        # every seed goes to aoi_fl.core.seeding, whatever the section
+        require_int(f"{path}.seed", options["seed"], minimum=0)
+
+
+def _options(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in spec.items() if k != "name"}
+
+
+def _located(path: str, options: Mapping[str, Any], exc: ValueError | TypeError) -> Exception:
+    """``exc`` (ValueError or TypeError) with its message placed in the configuration: a message
+    about an option (``"m must be <= n"``) becomes ``"sampler.m must be <= n"``."""
+    text = str(exc)
+    first = text.split(" ", 1)[0]
+    message = f"{path}.{text}" if first in options else f"{path}: {text}"
+    return (ValueError if isinstance(exc, ValueError) else TypeError)(message)
+
+
+def _dry_run(path: str, options: Mapping[str, Any], build: Callable[[], Any]) -> Any:
+    try:
+        return build()
+    except (ValueError, TypeError) as exc:
+        raise _located(path, options, exc) from exc
+
+
+# ---------------------------------------------------------------------------------------------
+# Sections
+
+
+def _dataset(spec: Mapping[str, Any], datasets: Table) -> DatasetFacts | None:
+    name = _name("dataset", "dataset name", spec, datasets)
+    options = _options(spec)
+    _check_options("dataset", name, options, _parameters(datasets[name], 1))  # after the root
+    return _dry_run("dataset", options, lambda: dataset_facts(name, options))
+
+
+def _natural(n_clients: int, dataset: str, facts: DatasetFacts | None) -> None:
+    if facts is None:
+        return
+    if facts.clients is None:
+        raise ValueError(
+            f"partition 'natural' needs a dataset generated client by client; {dataset!r} has "
+            "no natural partition (use e.g. 'iid' or 'dirichlet')"
+        )
+    if facts.clients != n_clients:
+        raise ValueError(
+            f"partition.n_clients={n_clients} but dataset {dataset!r} is generated with "
+            f"{facts.clients} clients (its n_clients)"
+        )
+
+
+def _partition(
+    spec: Mapping[str, Any], partitions: Table, dataset: str, facts: DatasetFacts | None
+) -> int:
+    """Check the partition; return its number of clients."""
+    name = _name("partition", "partition name", spec, partitions)
+    options = _options(spec)
+    _check_options("partition", name, options, _parameters(partitions[name], 1))  # after the data
+    n_clients = require_int("partition.n_clients", options.get("n_clients"), minimum=1)
+    for key, check in PARTITION_RANGES.items():
+        if key in options:
+            check(f"partition.{key}", options[key])
+    if name == "natural":
+        _natural(n_clients, dataset, facts)
+    return n_clients
+
+
+@functools.lru_cache(maxsize=1024)
+def _sampler_dry_run(factory: Callable[..., Any], options_json: str, n_clients: int) -> None:
+    # the clients' sizes need the data; equal sizes run the sampler's own checks of its options
+    # (e.g. m <= n) all the same
+    factory(n_clients, np.ones(n_clients), **json.loads(options_json))
+
+
+def _sampler(spec: Mapping[str, Any], n_clients: int) -> None:
+    name = _name("sampler", "sampler name", spec, registry.SAMPLERS)
+    options = _options(spec)
+    factory = registry.SAMPLERS[name]
+    _check_options("sampler", name, options, _parameters(factory, 2))  # after (n, sizes)
+    _dry_run(
+        "sampler", options, lambda: _sampler_dry_run(factory, canonical_json(options), n_clients)
+    )
+
+
+def _named(label: str, path: str, spec: Any, table: Table) -> tuple[Callable[..., Any], dict]:
+    if not isinstance(spec, Mapping):
+        raise ValueError(f"{label} must be a dict with a 'name', got {spec!r}")
+    name = _name(path, label, spec, table)
+    options = _options(spec)
+    _check_options(path, name, options, _parameters(table[name], 0))
+    return table[name], options
+
+
+@functools.lru_cache(maxsize=1024)
+def _bad_rate(factory: Callable[..., Any], options_json: str, rounds: int) -> tuple | None:
+    """The first (round, rate) of the schedule outside :data:`_FLOAT32_RATES`, or None."""
+    schedule = factory(**json.loads(options_json))
+    low, high = _FLOAT32_RATES
+    for t in range(rounds):
+        lr = float(schedule(t))
+        if not low <= lr <= high:
+            return t, lr
+    return None
+
+
+def _lr(spec: Any, rounds: int) -> None:
+    factory, options = _named("training lr", "training.lr", spec, LR_SCHEDULES)
+    key = canonical_json(options)
+    bad = _dry_run("training.lr", options, lambda: _bad_rate(factory, key, rounds))
+    if bad is not None:
+        raise ValueError(
+            f"training.lr={dict(spec)!r} gives the learning rate {bad[1]!r} in round {bad[0]}; "
+            f"the rate of every round 0..{rounds - 1} must be within [{_FLOAT32_RATES[0]:.3g}, "
+            f"{_FLOAT32_RATES[1]:.4g}] (> 0 and finite in float32)"
+        )
+
+
+@functools.lru_cache(maxsize=1024)
+def _algorithm_dry_run(factory: Callable[..., Any], options_json: str, n_clients: int) -> None:
+    algorithm = factory(**json.loads(options_json))
+    # the per-client state of a one-number model: the algorithm's own checks against the
+    # number of clients (e.g. one weight per client) at no cost in memory
+    algorithm.setup(n_clients, {"placeholder": torch.zeros(1)})
+
+
+def _algorithm(training: Mapping[str, Any], n_clients: int) -> None:
+    factory, options = _named(
+        "training algorithm", "training.algorithm", training["algorithm"], registry.ALGORITHMS
+    )
+    # an algorithm option that is also a training setting describes the same thing (FedSUM's
+    # local_steps: its correction assumes the clients take exactly that many steps)
+    for key in sorted(set(options) & set(training)):
+        if options[key] != training[key]:
+            raise ValueError(
+                f"training.algorithm.{key}={options[key]!r} differs from "
+                f"training.{key}={training[key]!r}; they must be equal"
+            )
+    _dry_run(
+        "training.algorithm",
+        options,
+        lambda: _algorithm_dry_run(factory, canonical_json(options), n_clients),
+    )
+
+
+def _training(training: Mapping[str, Any], n_clients: int) -> None:
+    settings = {k: v for k, v in training.items() if k in _SETTINGS}
+    _dry_run("training", settings, lambda: TrainSettings(**settings))
+    if not isinstance(training.get("keep_params", True), bool):
+        raise TypeError(
+            f"training.keep_params must be True or False, got {training['keep_params']!r}"
+        )
+    _lr(training["lr"], settings["rounds"])
+    _algorithm(training, n_clients)
+
+
+# ---------------------------------------------------------------------------------------------
+# The model against the dataset
+
+
+def _model_options(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    name = _name("model", "model name", spec, MODELS)
+    options = _options(spec)
+    params = _parameters(MODELS[name], 0)
+    if params is not None:  # build_model's own option comes with the model's
+        params = (*params, inspect.signature(build_model).parameters["init"])
+    _check_options("model", name, options, params)
+    return name, options
+
+
+def _task_loss(facts: DatasetFacts, dataset: str, loss: str) -> None:
+    wanted = TASK_LOSS["regression" if facts.num_classes is None else "classification"]
+    if loss != wanted:
+        raise ValueError(
+            f"training.loss={loss!r} does not fit dataset {dataset!r} ({facts.task()}); "
+            f"use loss {wanted!r}"
+        )
+
+
+def _declared_sizes(options: Mapping[str, Any], facts: DatasetFacts, dataset: str) -> None:
+    if "in_features" in options and options["in_features"] != facts.features:
+        raise ValueError(
+            f"model.in_features={options['in_features']!r} does not match dataset {dataset!r} "
+            f"({facts.features} features per sample)"
+        )
+    if "num_classes" in options and options["num_classes"] != facts.num_classes:
+        raise ValueError(
+            f"model.num_classes={options['num_classes']!r} does not match dataset {dataset!r} "
+            f"({facts.task()})"
+        )
+
+
+def _outputs(model: torch.nn.Module, name: str, facts: DatasetFacts, dataset: str) -> int:
+    """Outputs per sample of ``model`` on one zero sample of the dataset's shape."""
+    model.eval()  # no dropout: no draw from torch's global RNG
+    try:
+        with torch.no_grad():
+            out = model(torch.zeros(1, *facts.input_shape))
+    except RuntimeError as exc:
+        raise ValueError(
+            f"model {name!r} cannot take the samples of dataset {dataset!r} (shape "
+            f"{facts.input_shape}): {str(exc).splitlines()[0]}"
+        ) from exc
+    return out.numel()
+
+
+@functools.lru_cache(maxsize=256)
+def _model_fits(
+    factory: Callable[..., Any],
+    name: str,
+    options_json: str,
+    facts: DatasetFacts,
+    dataset: str,
+    training: tuple[str, str, int | None],
+) -> None:
+    """Raise unless model ``name`` (built by ``factory``: part of the key, so that a model
+    registered anew is checked anew) fits the dataset and the (loss, engine, chunk) of its
+    training."""
+    loss, engine, chunk = training
+    options = json.loads(options_json)
+    _task_loss(facts, dataset, loss)
+    # the shapes do not depend on the seed: one build serves every seed of a grid
+    model = _dry_run("model", options, lambda: build_model(name, **options))
+    _declared_sizes(options, facts, dataset)
+    _dry_run(
+        f"model {name!r} with training.engine={engine!r}",
+        {},
+        lambda: LocalTraining(model, loss, engine, chunk),
+    )
+    width = _outputs(model, name, facts, dataset)
+    wanted = 1 if facts.num_classes is None else facts.num_classes
+    if width != wanted:
+        raise ValueError(
+            f"model {name!r} gives {width} outputs per sample but dataset {dataset!r} "
+            f"({facts.task()}) needs {wanted}"
+        )
+
+
+def _model(
+    spec: Mapping[str, Any],
+    training: Mapping[str, Any],
+    dataset: str,
+    facts: DatasetFacts | None,
+) -> None:
+    name, options = _model_options(spec)
+    if facts is None:
+        return
+    unseeded = {k: v for k, v in options.items() if k != "seed"}
+    _model_fits(
+        MODELS[name],
+        name,
+        canonical_json(unseeded),
+        facts,
+        dataset,
+        (training["loss"], training["engine"], training["client_chunk"]),
+    )
+
+
+def check_config(config: Mapping[str, Any], datasets: Table, partitions: Table) -> None:
+    """Raise unless the resolved ``config`` can run (see the module docstring); reads no data.
+
+    ``datasets`` and ``partitions`` are the name -> function tables of
+    :mod:`aoi_fl.pipeline.runs`.
+    """
+    dataset = config["dataset"]
+    facts = _dataset(dataset, datasets)
+    n_clients = _partition(config["partition"], partitions, dataset["name"], facts)
+    _sampler(config["sampler"], n_clients)
+    _training(config["training"], n_clients)
+    _model(config["model"], config["training"], dataset["name"], facts)

@@ -1,0 +1,565 @@
+"""Errors before work: a bad configuration fails before any data is loaded or any run trained.
+
+Every test of a bad input checks the message (it names the parameter by its path in the
+configuration, the value and what is allowed) and that nothing happened: no dataset was loaded
+(``runs.load_bundle`` raises if called, and the data root does not exist), no trainer was built
+and the cache holds no ``runs/`` entry.
+"""
+
+import inspect
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aoi_fl.aoi import sigma
+from aoi_fl.core import registry
+from aoi_fl.core.models import MODELS
+from aoi_fl.core.train import LR_SCHEDULES
+from aoi_fl.data.facts import DATASET_FACTS, dataset_facts
+from aoi_fl.pipeline import cache, config_checks, runs
+from aoi_fl.pipeline.cache import config_key
+from aoi_fl.pipeline.runs import resolve_config
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD_TRAINER = runs.build_trainer  # the real one (``nothing_runs`` replaces it)
+COMMITTED = ROOT / "results" / "runs"
+
+#: a run that trains in a fraction of a second and needs no file
+TINY = {
+    "dataset": {"name": "linear_regression", "n_clients": 6, "samples": 10, "features": 4},
+    "partition": {"name": "natural", "n_clients": 6},
+    "model": {"name": "linear_regression", "in_features": 4, "seed": 0},
+    "sampler": {"name": "uniform", "s": 2, "seed": 0},
+    "training": {
+        "rounds": 2,
+        "local_epochs": 1,
+        "batch_size": 5,
+        "loss": "mse",
+        "lr": {"name": "constant", "lr": 0.01},
+    },
+}
+MNIST = {
+    "dataset": {"name": "mnist", "n_train": 200, "n_test": 50},
+    "partition": {"name": "iid", "n_clients": 10, "seed": 0},
+    "model": {"name": "logistic_regression", "in_features": 784, "num_classes": 10, "seed": 0},
+    "sampler": {"name": "random", "m": 3, "seed": 0},
+    "training": {"rounds": 2, "local_epochs": 1, "lr": {"name": "constant", "lr": 0.1}},
+}
+
+
+def changed(config, path, value):
+    """A copy of ``config`` with the option at ``path`` ("sampler.p") set to ``value``."""
+    out = json.loads(json.dumps(config))
+    *sections, key = path.split(".")
+    target = out
+    for section in sections:
+        target = target[section]
+    target[key] = value
+    return out
+
+
+@pytest.fixture
+def nothing_runs(monkeypatch, tmp_path):
+    """A cache folder and a data root in which nothing may happen: loading data or building a
+    trainer fails the test. Yields (cache_dir, data_root)."""
+
+    def forbidden(what):
+        def fail(*args, **kwargs):
+            raise AssertionError(f"{what} before the configuration was checked")
+
+        return fail
+
+    monkeypatch.setattr(runs, "load_bundle", forbidden("a dataset was loaded"))
+    monkeypatch.setattr(runs, "build_trainer", forbidden("a trainer was built"))
+    cache_dir = tmp_path / "cache"
+    yield str(cache_dir), str(tmp_path / "no-data")
+    assert not (cache_dir / "runs").exists(), "something was cached"
+
+
+def run(config, cache_dir, data_root):
+    return runs.run_experiment(config, cache_dir=cache_dir, data_root=data_root, progress=False)
+
+
+def assert_fails_before_work(config, error, message, cache_dir, data_root):
+    """Every entry point refuses ``config`` with ``message`` before doing anything."""
+    for call in (
+        lambda: run(config, cache_dir, data_root),
+        lambda: runs.run_grid([TINY, config], cache_dir=cache_dir, progress=False),
+        lambda: runs.cached_results([config], cache_dir=cache_dir),
+        lambda: runs.client_sizes(config, data_root),
+    ):
+        with pytest.raises(error, match=message):
+            call()
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. the cache must be writable before a run trains, but only when something has to be trained
+
+
+def unwritable(tmp_path):
+    # a folder under a regular file: mkdir fails with ENOTDIR even for root, who ignores
+    # permission bits (chmod 0o555 would not stop the tests' root user from writing)
+    (tmp_path / "file").write_text("not a folder")
+    return str(tmp_path / "file" / "cache")
+
+
+def test_an_unwritable_cache_fails_before_training(nothing_runs, tmp_path):
+    _, data_root = nothing_runs
+    cache_dir = unwritable(tmp_path)
+    message = r"cache_dir='.*file/cache' must be writable to store new runs"
+    with pytest.raises(ValueError, match=message):
+        run(TINY, cache_dir, data_root)
+    with pytest.raises(ValueError, match=message):
+        runs.run_grid([TINY, changed(TINY, "model.seed", 1)], cache_dir=cache_dir, workers=2)
+
+
+def test_a_cache_folder_is_created_when_missing(tmp_path):
+    cache_dir = tmp_path / "new" / "cache"
+    result = run(TINY, str(cache_dir), str(tmp_path / "no-data"))
+    assert not result.cached and (cache_dir / "runs" / result.key / "result.json").exists()
+    # the probes of the writability check are gone
+    assert [p.name for p in cache_dir.iterdir()] == ["runs"]
+    assert [p.name for p in (cache_dir / "runs").iterdir()] == [result.key]
+
+
+def test_a_read_only_cache_holding_every_result_is_still_read(tmp_path, monkeypatch):
+    cache_dir = str(tmp_path / "cache")
+    trained = run(TINY, cache_dir, str(tmp_path))
+
+    # read-only as a user sees it (root ignores permission bits): any write attempt fails
+    def read_only(self):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(cache.ResultStore, "check_writable", read_only)
+    assert run(TINY, cache_dir, str(tmp_path)).cached
+    (hit,) = runs.run_grid([TINY], cache_dir=cache_dir, progress=False)
+    assert hit.cached and hit.history == trained.history
+    with pytest.raises(ValueError, match="must be writable to store new runs"):
+        run(changed(TINY, "model.seed", 1), cache_dir, str(tmp_path))
+
+
+def committed_run_configs():
+    """(folder, run configuration, whether the folder is that configuration's key) of every
+    committed result made from a training run (FedSUM summaries wrap theirs in "run")."""
+    for path in sorted(COMMITTED.glob("*/result.json")):
+        config = json.loads(path.read_text())["config"]
+        if set(config) == set(runs._SECTIONS):
+            yield path.parent.name, config, True
+        elif "fedsum_summary" in config:
+            yield path.parent.name, config["run"], False
+
+
+def never(*args, **kwargs):
+    raise AssertionError("must not be called")
+
+
+def test_the_committed_cache_is_read_without_writing(monkeypatch):
+    direct = (c for _, c, is_key in committed_run_configs() if is_key)
+    configs = list(itertools.islice(direct, 3))
+    monkeypatch.setattr(cache.ResultStore, "check_writable", never)
+    monkeypatch.setattr(runs, "build_trainer", never)
+    found = runs.run_grid(configs, cache_dir=str(COMMITTED.parent), progress=False)
+    assert [r.cached for r in found] == [True] * 3
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. the model, the loss and the learning rates against the dataset, without loading it
+
+
+@pytest.mark.parametrize(
+    "path, value, message",
+    [
+        (
+            "model.in_features",
+            100,
+            r"model.in_features=100 does not match dataset 'mnist' \(784 features per sample\)",
+        ),
+        (
+            "model.num_classes",
+            5,
+            r"model.num_classes=5 does not match dataset 'mnist' \(classification, 10 classes\)",
+        ),
+        (
+            "training.loss",
+            "mse",
+            r"training.loss='mse' does not fit dataset 'mnist' \(classification, 10 classes\); "
+            "use loss 'cross_entropy'",
+        ),
+        (
+            "training.lr",
+            {"name": "constant", "lr": 1e300},
+            r"training.lr=\{'name': 'constant', 'lr': 1e\+300\} gives the learning rate 1e\+300 "
+            r"in round 0; the rate of every round 0..1 must be within \[1.4e-45, 3.403e\+38\]",
+        ),
+        (
+            "training.lr",
+            {"name": "exponential", "lr0": 0.1, "decay": 1e-46},  # 1e-47 in round 1: 0 in float32
+            r"learning rate 1(\.0*\d*)?e-47 in round 1",
+        ),
+        (
+            "model",
+            {"name": "mcmahan_cifar_cnn", "seed": 0},
+            r"model 'mcmahan_cifar_cnn' cannot take the samples of dataset 'mnist' "
+            r"\(shape \(1, 28, 28\)\)",
+        ),
+        (
+            "model",
+            {"name": "linear_regression", "in_features": 784},
+            r"model 'linear_regression' gives 1 outputs per sample but dataset 'mnist' "
+            r"\(classification, 10 classes\) needs 10",
+        ),
+    ],
+)
+def test_a_model_that_does_not_fit_the_dataset_fails_without_loading_it(
+    nothing_runs, path, value, message
+):
+    assert_fails_before_work(changed(MNIST, path, value), ValueError, message, *nothing_runs)
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (
+            changed(changed(MNIST, "model", {"name": "mcmahan_cnn"}), "training.engine", "linear"),
+            r"model 'mcmahan_cnn' with training.engine='linear': engine 'linear' supports",
+        ),
+        (
+            changed(MNIST, "model", {"name": "small_cnn", "dropout": 0.2}),
+            r"model 'small_cnn' with training.engine='auto': model layer '4' is dropout",
+        ),
+        (
+            changed(TINY, "training.loss", "cross_entropy"),
+            r"training.loss='cross_entropy' does not fit dataset 'linear_regression' "
+            r"\(regression, one real target per sample\); use loss 'mse'",
+        ),
+        (
+            changed(TINY, "model.in_features", 5),
+            r"model.in_features=5 does not match dataset 'linear_regression' \(4 features",
+        ),
+        (
+            changed(MNIST, "partition", {"name": "natural", "n_clients": 10}),
+            "partition 'natural' needs a dataset generated client by client; 'mnist' has no "
+            "natural partition",
+        ),
+        (
+            changed(TINY, "partition.n_clients", 7),
+            r"partition.n_clients=7 but dataset 'linear_regression' is generated with 6 clients",
+        ),
+    ],
+)
+def test_other_mismatches_fail_without_loading_the_data(nothing_runs, config, message):
+    assert_fails_before_work(config, ValueError, message, *nothing_runs)
+
+
+def test_the_dataset_facts_agree_with_the_loaded_data():
+    options = {
+        "mnist": {"n_train": 20, "n_test": 5},
+        "fashion_mnist": {"n_train": 20, "n_test": 5},
+        "synthetic_cifar": {"num_classes": 3, "n_train": 20, "n_test": 5},
+        "linear_regression": {"n_clients": 3, "samples": 4, "features": 7},
+        "fedprox_synthetic": {"n_clients": 3, "features": 9, "classes": 4},
+    }
+    assert set(DATASET_FACTS) == set(runs.DATASETS)
+    for name, opts in options.items():
+        bundle = runs.DATASETS[name](str(ROOT / "data"), **opts)
+        facts = dataset_facts(name, opts)
+        assert facts.input_shape == tuple(bundle.train.x.shape[1:]), name
+        regression = bundle.train.y.is_floating_point()
+        assert facts.num_classes == (None if regression else bundle.num_classes), name
+        clients = None if bundle.partition is None else len(bundle.partition)
+        assert facts.clients == clients, name
+    for name in ("cifar10", "cifar100"):  # not on this machine: their shapes and classes
+        assert dataset_facts(name, {}).input_shape == (3, 32, 32)
+    assert dataset_facts("cifar100", {}).num_classes == 100
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. messages that name what is wrong; NumPy numbers accepted
+
+
+@pytest.mark.parametrize(
+    "config, error, message",
+    [
+        ([1, 2], TypeError, r"config must be a dict of options, got \[1, 2\] \(list\)"),
+        (
+            {**TINY, "training": None},
+            TypeError,
+            r"config section 'training' must be a dict of options, got None \(NoneType\)",
+        ),
+        (
+            {**TINY, "dataset": "mnist"},
+            TypeError,
+            r"config section 'dataset' must be a dict of options \(e.g. \{'name': 'mnist'\}\), "
+            r"got 'mnist' \(str\)",
+        ),
+        (
+            {**TINY, "dataset": {"n_clients": 6}},
+            ValueError,
+            r"dataset must be a dict with a 'name' \(one of cifar10, .*synthetic_cifar\)",
+        ),
+        (
+            changed(TINY, "model.seed", {1}),
+            TypeError,
+            r"model.seed=\{1\} \(set\) is not JSON serializable",
+        ),
+        (changed(TINY, "model.seed", -1), ValueError, "model.seed must be >= 0, got -1"),
+        (changed(TINY, "sampler.seed", 0.5), TypeError, r"sampler.seed must be an integer"),
+        (
+            changed(TINY, "training.keep_params", "no"),
+            TypeError,
+            "training.keep_params must be True or False, got 'no'",
+        ),
+    ],
+)
+def test_malformed_configurations_are_named(nothing_runs, config, error, message):
+    with pytest.raises(error, match=message):
+        run(config, *nothing_runs)
+    with pytest.raises(error, match=message):
+        BUILD_TRAINER(config, nothing_runs[1])
+
+
+UNKNOWN_OR_MISSING = [
+    (
+        changed(TINY, "sampler", {"name": "bernoulli", "q": 0.5}),
+        r"sampler 'bernoulli': unknown options \['q'\], missing options \['p'\]; "
+        r"valid: p, seed \(required: p\)",
+    ),
+    (
+        changed(MNIST, "sampler.tau", 2.0),
+        r"sampler 'random': unknown options \['tau'\]; "
+        r"valid: m, m_prime, seed, start, p, family \(required: m\)",
+    ),
+    (
+        changed(TINY, "sampler", {"name": "kvib", "k": 2}),
+        r"sampler 'kvib': missing options \['rounds'\]; valid: k, rounds, seed, theta, G, "
+        r"gamma_scale \(required: k, rounds\)",
+    ),
+    (
+        changed(TINY, "training.algorithm", {"name": "fedsum"}),
+        r"training.algorithm 'fedsum': missing options \['local_steps'\]; "
+        r"valid: local_steps, server_lr \(required: local_steps\)",
+    ),
+    (
+        changed(TINY, "training.lr", {"name": "exponential", "lr": 0.1}),
+        r"training.lr 'exponential': unknown options \['lr'\]; valid: lr0, decay$",
+    ),
+    (
+        changed(TINY, "model.depth", 3),
+        r"model 'linear_regression': unknown options \['depth'\]; "
+        r"valid: in_features, seed, init \(required: in_features\)",
+    ),
+    (
+        changed(TINY, "dataset.size", 3),
+        r"dataset 'linear_regression': unknown options \['size'\]; valid: n_clients, samples, "
+        r"test_samples, features, heterogeneity, noise, seed$",
+    ),
+    (
+        changed(MNIST, "dataset.features", 3),
+        r"dataset 'mnist': unknown options \['features'\]; valid: verify, n_train, n_test$",
+    ),
+    (
+        changed(MNIST, "partition.name", "dirichlet"),
+        r"partition 'dirichlet': missing options \['alpha'\]; "
+        r"valid: n_clients, seed, alpha, min_size \(required: n_clients, seed, alpha\)",
+    ),
+    (
+        changed(TINY, "partition.seed", 0),
+        r"partition 'natural': unknown options \['seed'\]; valid: n_clients",
+    ),
+]
+
+
+@pytest.mark.parametrize("config, message", UNKNOWN_OR_MISSING)
+def test_unknown_and_missing_options_list_the_valid_ones(nothing_runs, config, message):
+    assert_fails_before_work(config, ValueError, message, *nothing_runs)
+
+
+def test_every_registered_factory_declares_its_options():
+    # a factory that passes **options on without declaring them would accept any option
+    tables = [registry.SAMPLERS, registry.ALGORITHMS, LR_SCHEDULES, MODELS]
+    for table in [*tables, runs.DATASETS, runs.PARTITIONS]:
+        for name, factory in table.items():
+            kinds = [p.kind for p in inspect.signature(factory).parameters.values()]
+            assert inspect.Parameter.VAR_KEYWORD not in kinds, name
+
+
+NUMPY_INTEGERS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+
+
+@given(
+    n=st.integers(min_value=3, max_value=100),  # MNIST's sampler selects 3
+    dtype=st.sampled_from(NUMPY_INTEGERS),
+    seed=st.integers(min_value=0, max_value=100),
+)
+def test_numpy_integers_give_the_key_of_the_python_int(n, dtype, seed):
+    python = changed(changed(MNIST, "partition.n_clients", n), "model.seed", seed)
+    numpy = changed(MNIST, "partition.n_clients", 0)
+    numpy["partition"]["n_clients"] = dtype(n)
+    numpy["model"]["seed"] = dtype(seed)
+    resolved = resolve_config(numpy)
+    assert resolved == resolve_config(python)
+    assert type(resolved["partition"]["n_clients"]) is int
+    assert config_key(resolved) == config_key(resolve_config(python))
+
+
+@given(
+    lr=st.floats(min_value=1e-6, max_value=10.0),
+    dtype=st.sampled_from([np.float16, np.float32, np.float64]),
+)
+def test_numpy_floats_give_the_key_of_the_python_float(lr, dtype):
+    # the Python float a NumPy float equals (a float32 0.1 is not the float 0.1)
+    python = changed(MNIST, "training.lr", {"name": "constant", "lr": float(dtype(lr))})
+    numpy = changed(MNIST, "training.lr", {"name": "constant", "lr": 0.5})
+    numpy["training"]["lr"]["lr"] = dtype(lr)
+    numpy["training"]["algorithm"] = {"name": "weighted", "p": np.full(10, 0.1)}
+    python["training"]["algorithm"] = {"name": "weighted", "p": [0.1] * 10}
+    assert config_key(resolve_config(numpy)) == config_key(resolve_config(python))
+
+
+def test_sigma_lists_the_valid_quadratures():
+    # not a configuration, but the same kind of defect: 'str' object has no attribute ...
+    with pytest.raises(TypeError, match=r"quadrature must be a Quadrature: sigma.EXACT .*"):
+        sigma.sigma_random([1.0, 2.0, 3.0], 2, quadrature="fast")
+    with pytest.raises(TypeError, match="sigma.DISPLAY"):
+        sigma.random_weight_moments([1.0, 2.0, 3.0], 1, quadrature=None)
+    assert sigma.sigma_random([1.0, 2.0, 3.0], 2, quadrature=sigma.DISPLAY) > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. a grid checks every configuration before it trains any
+
+
+GRID_ERRORS = [
+    (changed(TINY, "sampler.s", 7), ValueError, r"sampler.s must be <= 6, got 7"),
+    (changed(MNIST, "sampler.m", 11), ValueError, r"sampler.m must be <= n .*got m=11, n=10"),
+    (
+        changed(MNIST, "partition", {"name": "dirichlet", "n_clients": 10, "seed": 0, "alpha": 0}),
+        ValueError,
+        r"partition.alpha must be > 0.0, got 0",
+    ),
+    (
+        changed(MNIST, "partition", {"name": "zipf", "n_clients": 10, "seed": 0, "a": 1.0}),
+        ValueError,
+        r"partition.a must be > 1.0, got 1.0",
+    ),
+    (changed(MNIST, "partition.n_clients", 0), ValueError, "partition.n_clients must be >= 1"),
+    (changed(TINY, "dataset.noise", -1.0), ValueError, r"dataset.noise must be >= 0.0"),
+    (changed(MNIST, "dataset.n_train", 0), ValueError, r"dataset.n_train must be >= 1, got 0"),
+    (
+        changed(MNIST, "training.algorithm", {"name": "weighted", "p": [0.5, 0.5]}),
+        ValueError,
+        r"training.algorithm.p has 2 weights but there are 10 clients",
+    ),
+    (
+        changed(
+            changed(TINY, "training.local_steps", 3),
+            "training.algorithm",
+            {"name": "fedsum", "local_steps": 2},
+        ),
+        ValueError,
+        r"training.algorithm.local_steps=2 differs from training.local_steps=3",
+    ),
+    (changed(TINY, "training.rounds", -1), ValueError, r"training.rounds must be >= 0, got -1"),
+    (
+        changed(TINY, "training.lr", {"name": "exponential", "lr0": 0}),
+        ValueError,
+        r"training.lr.lr0 must be > 0",
+    ),
+    (changed(TINY, "model.in_features", 0), ValueError, r"model.in_features must be >= 1"),
+]
+
+
+@pytest.mark.parametrize("bad, error, message", GRID_ERRORS)
+def test_a_grid_trains_nothing_when_one_configuration_is_bad(nothing_runs, bad, error, message):
+    cache_dir, data_root = nothing_runs
+    for workers in (1, 2):
+        with pytest.raises(error, match=message):
+            runs.run_grid([TINY, bad], cache_dir=cache_dir, data_root=data_root, workers=workers)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. numbers written as strings; `cached` tells the truth
+
+
+@pytest.mark.parametrize(
+    "config, path",
+    [
+        (changed(TINY, "sampler", {"name": "bernoulli", "p": "0.5"}), "sampler.p='0.5'"),
+        (changed(TINY, "dataset.samples", "10"), "dataset.samples='10'"),
+        (changed(TINY, "partition.n_clients", "6"), "partition.n_clients='6'"),
+        (changed(TINY, "model.seed", " 1 "), r"model.seed=' 1 '"),
+        (changed(TINY, "training.rounds", "2"), "training.rounds='2'"),
+        (changed(TINY, "training.lr.lr", "1e-2"), "training.lr.lr='1e-2'"),
+        (
+            changed(TINY, "training.algorithm", {"name": "fedavg", "server_lr": "1"}),
+            "training.algorithm.server_lr='1'",
+        ),
+        (
+            changed(MNIST, "training.algorithm", {"name": "weighted", "p": ["0.5", 0.5]}),
+            r"training.algorithm.p\[0\]='0.5'",
+        ),
+    ],
+)
+def test_numbers_written_as_strings_are_refused(nothing_runs, config, path):
+    assert_fails_before_work(
+        config, TypeError, f"{path} must be a number, not a string", *nothing_runs
+    )
+
+
+def test_a_string_that_is_not_a_number_is_checked_as_the_option_s_type(nothing_runs):
+    config = changed(TINY, "sampler.s", "two")
+    assert_fails_before_work(
+        config, TypeError, r"sampler.s must be an integer, got 'two'", *nothing_runs
+    )
+
+
+def test_run_grid_reports_cached_only_for_results_it_read(tmp_path):
+    cache_dir = str(tmp_path / "cache")
+    first, second = TINY, changed(TINY, "model.seed", 1)
+    assert [r.cached for r in runs.run_grid([first], cache_dir=cache_dir, progress=False)] == [
+        False
+    ]
+    both = runs.run_grid([first, second], cache_dir=cache_dir, progress=False)
+    assert [r.cached for r in both] == [True, False]
+    again = runs.run_grid([first, second], cache_dir=cache_dir, progress=False)
+    assert [r.cached for r in again] == [True, True]
+    assert again[1].history == both[1].history
+
+
+# ---------------------------------------------------------------------------------------------
+# every committed result is still found, and its configuration passes the checks
+
+
+def test_every_committed_run_configuration_resolves_to_itself_and_passes(monkeypatch):
+    monkeypatch.setattr(runs, "load_bundle", never)  # every dataset loads through it
+    checked = 0
+    for folder, config, direct in committed_run_configs():
+        resolved = resolve_config(config)
+        assert resolved == config, folder
+        assert not direct or config_key(resolved) == folder
+        checked += 1
+    assert checked > 600
+
+
+def test_validation_is_cached_per_specification():
+    # a grid repeats its model and sampler: the dry runs are not repeated per seed
+    config_checks._model_fits.cache_clear()
+    resolve_config(MNIST)
+    for seed in range(1, 20):
+        resolve_config(changed(MNIST, "model.seed", seed))
+    assert config_checks._model_fits.cache_info().misses == 1
+
+
+def test_checking_draws_from_no_global_random_generator():
+    # the dry runs build models and samplers: all from their own seeded generators
+    before = torch.get_rng_state()
+    for model in ({"name": "small_cnn", "seed": 3}, {"name": "mcmahan_cnn", "seed": 4}):
+        resolve_config(changed(MNIST, "model", model))
+    resolve_config(changed(MNIST, "sampler", {"name": "markov_optimal", "m": 3, "m_prime": 4}))
+    assert torch.equal(before, torch.get_rng_state())
