@@ -182,3 +182,77 @@ def test_the_committed_ledger_notebook_prints_the_ledger(ledger):
         line = next((ln for ln in text.splitlines() if ln.startswith(key + " ")), None)
         assert line is not None, f"{key} is missing from 00_claims' output"
         assert line.rstrip().endswith(row["notebook"]) and row["verdict"] in line, (key, line)
+
+
+# ---------------------------------------------------------------------------------------------
+# the shared rules of issue 27: speed measures, one divergence rule, untested statements
+
+
+def test_rounds_to_level_is_the_first_evaluation_at_the_level():
+    rounds = [0, 10, 20, 30]
+    assert claims.rounds_to_level([2.0, 1.5, 1.0, 0.9], rounds, 1.0) == 20
+    assert claims.rounds_to_level([0.1, 0.5, 0.8, 0.7], rounds, 0.7, lower_is_better=False) == 20
+    assert claims.rounds_to_level([2.0, 1.5, 1.2, 1.1], rounds, 1.0) == np.inf
+    with pytest.raises(ValueError, match="values and rounds must be 1-d of one length"):
+        claims.rounds_to_level([1.0], rounds, 1.0)
+
+
+def test_a_speed_claim_on_equal_endpoints_is_decided_by_the_speed_measure():
+    # two methods end at the same loss; A gets there 10 rounds earlier in every seed: the endpoint
+    # cannot tell them apart, rounds-to-level and the horizon mean can
+    rounds = np.arange(0, 101, 10)
+    seeds = range(5)
+
+    def curve(delay, seed):
+        return np.maximum(1.0 - (rounds - delay) / 60.0, 0.2) + 0.001 * seed
+
+    a = [curve(0, s) for s in seeds]
+    b = [curve(10, s) for s in seeds]
+    assert all(x[-1] == y[-1] for x, y in zip(a, b, strict=True))
+    level = 0.5
+    ttl = [
+        claims.rounds_to_level(x, rounds, level) - claims.rounds_to_level(y, rounds, level)
+        for x, y in zip(a, b, strict=True)
+    ]
+    assert ttl == [-10.0] * 5 and claims.interval_verdict(ttl, "negative")[0] == "held"
+    auc = [
+        claims.horizon_mean(x, rounds) - claims.horizon_mean(y, rounds)
+        for x, y in zip(a, b, strict=True)
+    ]
+    auc = np.asarray(auc) + 0.001 * np.arange(5)  # seed noise, as real runs have
+    assert claims.interval_verdict(auc, "negative")[0] == "held"
+    # and the claim that B is faster is "not held" on the same data
+    assert claims.interval_verdict(-auc, "negative")[0] == "not held"
+
+
+def test_horizon_mean_is_the_area_over_the_horizon():
+    assert claims.horizon_mean([1.0, 1.0, 0.0], [0, 1, 2]) == pytest.approx(0.75)
+    assert claims.horizon_mean([4.0, 2.0], [10, 20]) == pytest.approx(3.0)
+    with pytest.raises(ValueError, match="rounds must increase"):
+        claims.horizon_mean([1.0, 2.0], [5, 5])
+
+
+def test_divergence_is_one_rule_a_non_finite_or_exploding_loss():
+    assert not claims.diverged([2.3, 1.0, 0.5, 4.0])  # a bump below 5x the initial loss
+    assert claims.diverged([2.3, 1.0, 12.0])
+    assert claims.diverged([2.3, np.nan])
+    assert claims.diverged([2.3, np.inf])
+    with pytest.raises(ValueError, match="losses must be a non-empty 1-d sequence"):
+        claims.diverged([])
+
+
+def test_an_untested_statement_names_its_paper_place_and_reason():
+    row = claims.Untested("aoi", "Sec. I", "AoI balances participation", "a restatement of X")
+    table = claims.untested_table([row])
+    assert table.to_dict("records") == [
+        {
+            "paper": "aoi",
+            "ref": "Sec. I",
+            "statement": "AoI balances participation",
+            "reason": "a restatement of X",
+        }
+    ]
+    with pytest.raises(ValueError, match="unknown paper 'fedprox'"):
+        claims.Untested("fedprox", "Sec. 1", "x", "y")
+    with pytest.raises(ValueError, match="Untested.reason must be a non-empty text"):
+        claims.Untested("aoi", "Sec. 1", "x", " ")

@@ -18,6 +18,7 @@ from aoi_fl.pipeline import runs
 from aoi_fl.pipeline.claims import (
     VERDICT_GROUP,
     Claim,
+    Untested,
     prediction_verdict,
     run_verdict,
     sign_verdict,
@@ -372,3 +373,7 @@ def claims(profile: str = "cpu", *, results_dir: str = "results", data_root: str
         + training_claims(profile, results_dir, data_root)
         + skew_claims(profile, results_dir, data_root)
     )
+
+
+#: statements of the paper that state a result but have no row, and why (issue 27)
+UNTESTED: tuple[Untested, ...] = ()

@@ -30,6 +30,7 @@ from aoi_fl.pipeline import paired, runs
 from aoi_fl.pipeline.claims import (
     VERDICT_GROUP,
     Claim,
+    Untested,
     combine_verdicts,
     interval_verdict,
     sign_verdict,
@@ -873,3 +874,7 @@ def verdict_lines(
         for c in _builders(profile, results_dir)[notebook]()
         if c.printed_as
     ]
+
+
+#: statements of the paper that state a result but have no row, and why (issue 27)
+UNTESTED: tuple[Untested, ...] = ()

@@ -16,6 +16,12 @@ Verdicts (:data:`VERDICTS`):
 - a comparison between methods takes the verdict of its paired interval over seeds
   (:func:`aoi_fl.pipeline.paired.verdict` and the notebooks' own rules);
 - "not computable here": the data cannot be had on this machine (CIFAR).
+
+A claim of speed ("faster", "converges in fewer rounds") is judged on a speed measure fixed before
+looking, never on the endpoint (:func:`rounds_to_level`, :func:`horizon_mean`). A run that
+diverged (:func:`diverged`, one rule for every paper) cannot make a comparison "held".
+Statements of a paper that state a result but have no row are listed with the reason
+(:class:`Untested`, each paper module's ``UNTESTED``).
 """
 
 from __future__ import annotations
@@ -167,6 +173,64 @@ def combine_verdicts(verdicts: Iterable[str]) -> str:
     return "inconclusive at this budget"
 
 
+#: a run diverged when its loss is not finite or exceeds this multiple of the initial model's
+#: at some evaluation (K-Vib's synthetic task: stable runs stay below 1.7x, diverging ones pass
+#: 10x; the agnostic paper's eq. 10 runs pass 1e6)
+DIVERGENCE_FACTOR = 5.0
+
+
+def diverged(losses: Sequence[float] | np.ndarray, factor: float = DIVERGENCE_FACTOR) -> bool:
+    """Whether a run diverged, from its loss at each evaluation (the first: the initial model):
+    a value that is not finite, or one above ``factor`` times the first. The one rule of every
+    paper's ledger; such a run's comparisons say "inconclusive", never "held"."""
+    loss = np.asarray(losses, dtype=float)
+    if loss.ndim != 1 or loss.size == 0:
+        raise ValueError(f"losses must be a non-empty 1-d sequence, got shape {loss.shape}")
+    return bool(not np.isfinite(loss).all() or loss.max() > factor * loss[0])
+
+
+def rounds_to_level(
+    values: Sequence[float], rounds: Sequence[int], level: float, *, lower_is_better: bool = True
+) -> float:
+    """The first evaluated round at which a curve reaches ``level`` (at or below it for a loss,
+    ``lower_is_better``; at or above it for an accuracy), or inf if it never does: the speed
+    measure of a "faster" claim, with the level fixed before the curves are looked at."""
+    v, r = np.asarray(values, dtype=float), np.asarray(rounds, dtype=float)
+    if v.shape != r.shape or v.ndim != 1:
+        raise ValueError(f"values and rounds must be 1-d of one length, got {v.shape}, {r.shape}")
+    reached = v <= level if lower_is_better else v >= level
+    return float(r[np.argmax(reached)]) if reached.any() else math.inf
+
+
+def horizon_mean(values: Sequence[float], rounds: Sequence[int]) -> float:
+    """The area under a curve divided by its horizon (trapezoid rule over the evaluated rounds):
+    a speed measure over the whole run, so that two curves that end at the same value but got
+    there at different speeds differ."""
+    v, r = np.asarray(values, dtype=float), np.asarray(rounds, dtype=float)
+    if v.shape != r.shape or v.ndim != 1 or v.size < 2:
+        raise ValueError(f"values and rounds must be 1-d of one length >= 2, got {v.shape}")
+    if not (np.diff(r) > 0).all():
+        raise ValueError("rounds must increase")
+    return float(np.trapezoid(v, r) / (r[-1] - r[0]))
+
+
+@dataclass(frozen=True)
+class Untested:
+    """A statement of a paper that states a result but has no ledger row, and why (for
+    example "a restatement of row X", "a bound with no measurable quantity")."""
+
+    paper: str
+    ref: str
+    statement: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        require_choice("paper", self.paper, tuple(PAPERS))
+        for name in ("ref", "statement", "reason"):
+            if not getattr(self, name).strip():
+                raise ValueError(f"Untested.{name} must be a non-empty text")
+
+
 def value_verdict(paper_value: float, ours: float, rtol: float) -> str:
     """ "held" when a deterministic value is within ``rtol`` (relative) of the paper's."""
     return "held" if abs(ours - paper_value) <= rtol * abs(paper_value) else "not held"
@@ -203,16 +267,33 @@ def ledger(builders: Iterable[Callable[[], list[Claim]]] | None = None):
     return table.set_index("key")
 
 
-def default_builders(
-    profile: str = "cpu", results_dir: str = "results", data_root: str = "data"
-) -> list[Callable[[], list[Claim]]]:
-    """The papers whose claims are in the ledger, reading ``profile``'s cached results."""
+def untested_table(statements: Iterable[Untested] | None = None):
+    """The statements deliberately not tested, one table (paper, ref, statement, reason); by
+    default every paper's ``UNTESTED``."""
+    import pandas as pd
+
+    if statements is None:
+        statements = [u for module in _paper_claim_modules() for u in module.UNTESTED]
+    return pd.DataFrame(
+        [(u.paper, u.ref, u.statement, u.reason) for u in statements],
+        columns=["paper", "ref", "statement", "reason"],
+    )
+
+
+def _paper_claim_modules() -> list:
     from aoi_fl.agnostic import claims as agnostic_claims
     from aoi_fl.aoi import claims as aoi_claims
     from aoi_fl.fedsum import claims as fedsum_claims
     from aoi_fl.kvib import claims as kvib_claims
 
+    return [aoi_claims, agnostic_claims, kvib_claims, fedsum_claims]
+
+
+def default_builders(
+    profile: str = "cpu", results_dir: str = "results", data_root: str = "data"
+) -> list[Callable[[], list[Claim]]]:
+    """The papers whose claims are in the ledger, reading ``profile``'s cached results."""
     return [
         (lambda module=module: module.claims(profile, results_dir=results_dir, data_root=data_root))
-        for module in (aoi_claims, agnostic_claims, kvib_claims, fedsum_claims)
+        for module in _paper_claim_modules()
     ]
