@@ -12,19 +12,19 @@ import numpy as np
 from aoi_fl.core.train import rounds_to_target
 from aoi_fl.kvib.estimators import dynamic_regret
 from aoi_fl.kvib.experiments import FIG2_SAMPLERS
+from aoi_fl.pipeline import claims as shared_claims
 from aoi_fl.pipeline.paired import sample_sd
 
-#: a run diverged when its test loss exceeds this multiple of the initial model's at some
-#: evaluation (on the synthetic task the stable runs stay below 1.7x, the diverging ones pass 10x)
-DIVERGENCE_FACTOR = 5.0
+#: the ledger's one divergence rule (:func:`aoi_fl.pipeline.claims.diverged`), re-exported for
+#: notebook 12
+DIVERGENCE_FACTOR = shared_claims.DIVERGENCE_FACTOR
 
 
 def diverged(arrays: dict[str, np.ndarray], factor: float = DIVERGENCE_FACTOR) -> bool:
-    """Whether FedAvg diverged in a run (its :func:`run_arrays`): a non-finite test loss, or one
-    above ``factor`` times the initial model's (round 0) at some evaluation. A sampler's regret
-    or variance on such a run measures the exploding trajectory more than the sampler."""
-    loss = np.asarray(arrays["test_loss"], dtype=float)
-    return bool(not np.isfinite(loss).all() or loss.max() > factor * loss[0])
+    """Whether FedAvg diverged in a run (its :func:`run_arrays`): the ledger's rule
+    (:func:`aoi_fl.pipeline.claims.diverged`) on its test loss. A sampler's regret or variance on
+    such a run measures the exploding trajectory more than the sampler."""
+    return shared_claims.diverged(arrays["test_loss"], factor)
 
 
 def run_label(result: Any) -> tuple[str, int, float | None]:
