@@ -7,6 +7,7 @@ by :func:`drive`, in float64, with gradients given by the test: random vectors f
 identities, exact least-squares gradients for the convergence test.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -536,7 +537,14 @@ def test_interrupted_run_resumes_from_its_checkpoint_to_the_same_numbers(
 def test_fedsum_family_rejects_a_different_number_of_local_steps():
     config = ls_config("fedsum")
     config["training"]["local_steps"] = 2
-    trainer = runs.build_trainer(config)
+    # a configuration says so before any data is loaded
+    with pytest.raises(
+        ValueError, match="training.algorithm.local_steps=3 differs from training.local_steps=2"
+    ):
+        runs.build_trainer(config)
+    # the algorithm itself, in a trainer built by hand, when the clients take other steps
+    trainer = runs.build_trainer(ls_config("fedsum"))
+    trainer.settings = dataclasses.replace(trainer.settings, local_steps=2)
     with pytest.raises(ValueError, match="built with local_steps=3, but the clients took"):
         trainer.run()
 
