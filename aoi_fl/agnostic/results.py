@@ -4,7 +4,11 @@ the gap between the rules, and the verdicts on the paper's claims.
 The verdict rules live here once: notebooks 09-10 print these tables and the claims ledger
 (:mod:`aoi_fl.agnostic.claims`) reads its rows from the same functions. Every comparison between
 rules takes the sign of an interval over seeds (:func:`aoi_fl.pipeline.claims.sign_verdict`):
-"held" above 0, "not held" below, "inconclusive at this budget" across it.
+"held" above 0, "not held" below, "inconclusive at this budget" across it. A run that diverged
+(:func:`aoi_fl.pipeline.claims.diverged`, the ledger's one rule) makes its comparison
+"inconclusive", never "held". Two measures are compared: the converged loss (the mean of the
+last evaluations, Figs 1-2) and, for the paper's claim on the convergence behaviour (Sec. 4), the
+mean of the loss over the whole run (:func:`aoi_fl.pipeline.claims.horizon_mean`).
 """
 
 from __future__ import annotations
@@ -19,17 +23,57 @@ from aoi_fl.agnostic import algorithms as agnostic
 from aoi_fl.agnostic.experiments import (
     AGGREGATIONS,
     DEFAULT_PROTOCOL,
-    DIVERGED_LOSS,
     FIG1_RULES,
     FIG2_RULES,
     LAST_EVALUATIONS,
+    P_SEED_STREAM,
     TASKS,
     describe,
     process_p,
 )
 from aoi_fl.core.validation import require_choice, require_int, require_real
 from aoi_fl.pipeline import paired
-from aoi_fl.pipeline.claims import sign_verdict
+from aoi_fl.pipeline.claims import diverged, horizon_mean, sign_verdict
+
+#: the measures a weighted rule is compared with agnostic FedAvg on: (the gap column of
+#: :func:`gaps`, the agnostic run's value it is relative to)
+MEASURES = {"converged": ("gap_p", "agnostic_p"), "horizon": ("gap_horizon", "agnostic_horizon")}
+
+
+#: Lemma 1's check (eq. 2): the estimator of p that every run uses, against exact enumeration on
+#: a case small enough to enumerate (8 clients, 3 drawn without replacement from the strongly
+#: skewed prior exp(-i/2))
+EXACT_CASE = {"n": 8, "m": 3, "tau": 2.0}
+#: an estimate agrees with the exact p when every client is within this many standard errors
+#: (8 clients at 4 se: a false alarm in fewer than 1 in 1,000 checks)
+EXACT_Z = 4.0
+
+
+def exact_p_check(estimate: Any, weights: Any, m: int, draws: int, z: float = EXACT_Z):
+    """(largest |estimate_i - p_i| in standard errors, verdict) of an estimate of eq. 2's p for
+    M = ``m`` of N drawn without replacement from the prior ``weights``, made from ``draws``
+    draws, against p enumerated exactly (:func:`algorithms.exact_prior_weights`).
+
+    With |S| = m every draw, estimate_i = hits_i / (m draws) has the standard error
+    sqrt(P(i in S) (1 - P(i in S)) / draws) / m. "held" when every client is within ``z`` of
+    them and the exact p sums to one (Lemma 1), else "not held".
+    """
+    inclusion, exact = agnostic.exact_prior_weights(weights, m)
+    se = np.sqrt(inclusion * (1 - inclusion) / draws) / m
+    worst = float(np.max(np.abs(np.asarray(estimate, dtype=float) - exact) / se))
+    ok = worst <= z and abs(exact.sum() - 1) < 1e-12
+    return worst, "held" if ok else "not held"
+
+
+def lemma1_check(draws: int) -> tuple[float, str]:
+    """:func:`exact_p_check` on :data:`EXACT_CASE` of the estimate every run's p is made with
+    (:func:`algorithms.induced_weights` of the prior sampler, an independent stream)."""
+    from aoi_fl.agnostic.samplers import PriorSampler, exponential_prior
+
+    n, m, tau = EXACT_CASE["n"], EXACT_CASE["m"], EXACT_CASE["tau"]
+    prior = exponential_prior(n, tau)
+    estimate = agnostic.induced_weights(PriorSampler(prior, m, seed=P_SEED_STREAM), draws)
+    return exact_p_check(estimate, prior, m, draws)
 
 
 def objective_curves(result: Any, p: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -125,7 +169,9 @@ def trend_verdict(low: float, high: float) -> str:
 def trend_table(points: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
     """Fig. 2's claim per (task, rule): :func:`trend_over_seeds` of the points of
     :func:`gaps` (the gap on problem (3) against the skew), the share of points where the
-    weighted rule ends higher (``weighted_worse``) and :func:`trend_verdict` of rho's interval.
+    weighted rule ends higher (``weighted_worse``), how many points come from a pair with a
+    diverged run (``diverged``) and :func:`trend_verdict` of rho's interval, "inconclusive" where
+    a point comes from a diverged run (its converged loss is not the rule's).
 
     A (task, rule) with fewer than 2 skews or 2 seeds has no trend and no row (the smoke
     profile: one temperature, one seed)."""
@@ -136,17 +182,21 @@ def trend_table(points: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
             if pts["skew"].nunique() < 2 or pts["seed"].nunique() < 2:
                 continue
             t = trend_over_seeds(pts["skew"], pts["gap_p"], pts["seed"])
+            bad = int(pts["diverged"].sum())
             rows.append(
                 {
                     "task": task,
                     "rule": rule,
                     **t,
                     "weighted_worse": float((pts["gap_p"] > 0).mean()),
-                    "verdict": trend_verdict(t["rho_low"], t["rho_high"]),
+                    "diverged": bad,
+                    "verdict": "inconclusive"
+                    if bad
+                    else trend_verdict(t["rho_low"], t["rho_high"]),
                 }
             )
     columns = ["task", "rule", "rho", "rho_low", "rho_high", "slope", "slope_low", "slope_high"]
-    columns += ["seeds", "points", "weighted_worse", "verdict"]
+    columns += ["seeds", "points", "weighted_worse", "diverged", "verdict"]
     return pd.DataFrame(rows, columns=columns).set_index(["task", "rule"])
 
 
@@ -160,23 +210,28 @@ def run_table(
 ) -> pd.DataFrame:
     """One row per run of :func:`config`: its :func:`describe` fields, the skew of its p, the
     converged loss (:func:`converged_value` over the last ``last`` evaluations) on problem (3)
-    (``loss_p``) and on the uniform objective (``loss_uniform``), and ``diverged_at``: the first
-    evaluation round whose problem-(3) loss is not finite or above :data:`DIVERGED_LOSS`
-    (None if none)."""
+    (``loss_p``) and on the uniform objective (``loss_uniform``), the mean problem-(3) loss over
+    the run (``horizon_p``, :func:`aoi_fl.pipeline.claims.horizon_mean`: the speed measure), and
+    ``diverged_at``: the first evaluation round by which the problem-(3) curve has diverged
+    (:func:`aoi_fl.pipeline.claims.diverged`: not finite, or above 5x the initial model's loss;
+    None if never)."""
     rows = []
     for cfg, res in zip(configs, results, strict=True):
         d = describe(cfg)
         p = process_p(cfg, profile, data_root, cache_dir)
         rounds, obj_p, obj_u = objective_curves(res, p)
-        with np.errstate(invalid="ignore"):
-            bad = ~np.isfinite(obj_p) | (obj_p > DIVERGED_LOSS)
+        # the first prefix of the curve the shared rule calls diverged (curves are short)
+        first = next((int(r) for k, r in enumerate(rounds) if diverged(obj_p[: k + 1])), None)
+        with np.errstate(invalid="ignore", over="ignore"):
+            horizon = horizon_mean(obj_p, rounds) if len(rounds) > 1 else float("nan")
         rows.append(
             {
                 **d,
                 "skew": agnostic.l1_skew(p),
                 "loss_p": converged_value(obj_p, last),
                 "loss_uniform": converged_value(obj_u, last),
-                "diverged_at": int(rounds[np.argmax(bad)]) if bad.any() else None,
+                "horizon_p": horizon,
+                "diverged_at": first,
             }
         )
     return pd.DataFrame(rows)
@@ -187,8 +242,10 @@ def gaps(table: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
 
     Pairs the rows of ``table`` (:func:`run_table`) that share (task, protocol, process, tau,
     seed): one row per pair and rule in ``rules``, with ``gap_p`` and ``gap_uniform`` (weighted
-    minus agnostic, on problem (3) and on the uniform objective), the agnostic run's
-    ``agnostic_p`` and the ``skew``; ordered by task, then rule.
+    minus agnostic, on problem (3) and on the uniform objective), ``gap_horizon`` (the same of
+    the mean problem-(3) loss over the run), the agnostic run's ``agnostic_p`` and
+    ``agnostic_horizon``, the ``skew`` and ``diverged`` (either run of the pair diverged);
+    ordered by task, then rule.
     """
     keys = ["task", "protocol", "process", "tau", "seed"]
     base = table[table["aggregation"] == "agnostic"].set_index(keys)
@@ -204,7 +261,10 @@ def gaps(table: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
                     "skew": both["skew"],
                     "gap_p": both["loss_p"] - both["loss_p_agnostic"],
                     "gap_uniform": both["loss_uniform"] - both["loss_uniform_agnostic"],
+                    "gap_horizon": both["horizon_p"] - both["horizon_p_agnostic"],
                     "agnostic_p": both["loss_p_agnostic"],
+                    "agnostic_horizon": both["horizon_p_agnostic"],
+                    "diverged": both["diverged_at"].notna() | both["diverged_at_agnostic"].notna(),
                 }
             ).reset_index()
         )
@@ -216,57 +276,57 @@ def gaps(table: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
 
 
 def outperform_verdict(gaps: Any, diverged: Any = None) -> tuple[paired.PairedInterval | None, str]:
-    """(interval, verdict) on "agnostic FedAvg ends lower" (Fig. 1) from the per-seed gaps
-    weighted minus agnostic (paired: same data, start, trace and batches).
+    """(interval, verdict) on "agnostic FedAvg is lower" (Fig. 1, Sec. 4) from the per-seed
+    gaps weighted minus agnostic (paired: same data, start, trace and batches).
 
-    A weighted run that diverged (``diverged``, one flag per seed) ends above any converged
-    loss: every seed diverging is "held"; otherwise the 95% t interval of the mean gap over the
-    converged seeds decides (:func:`aoi_fl.pipeline.claims.sign_verdict`), where a mix of
-    diverged seeds and an interval below 0 cannot be read ("inconclusive at this budget").
-    Fewer than 2 seeds: "inconclusive".
+    The 95% t interval of the mean gap decides (:func:`aoi_fl.pipeline.claims.sign_verdict`).
+    A pair with a diverged run (``diverged``, one flag per seed) makes the comparison
+    "inconclusive" (no interval): a run that diverged cannot make a claim held, and the ledger's
+    one divergence rule says such a comparison is not read. Fewer than 2 seeds: "inconclusive".
     """
     gap = np.asarray(gaps, dtype=float)
     bad = np.zeros(gap.size, bool) if diverged is None else np.asarray(diverged, dtype=bool)
-    if gap.size and bad.all():
-        return None, "held"
-    ok = gap[~bad]
-    if ok.size < 2:
+    if bad.any() or gap.size < 2:
         return None, "inconclusive"
-    interval = paired.paired_interval(ok)
-    verdict = sign_verdict(interval.low, interval.high, "positive")
-    if bad.any() and verdict == "not held":
-        verdict = "inconclusive at this budget"
-    return interval, verdict
+    interval = paired.paired_interval(gap)
+    return interval, sign_verdict(interval.low, interval.high, "positive")
 
 
-def fig1_claims_table(table: pd.DataFrame, rules: Any = FIG1_RULES) -> pd.DataFrame:
-    """Fig. 1, claim 1 per (task, protocol, rule): in how many seeds agnostic FedAvg ends lower
-    on problem (3), the mean gap weighted - agnostic, its 95% t interval over the paired seeds,
-    the mean relative gap (weighted - agnostic) / agnostic, how many weighted runs diverged and
-    :func:`outperform_verdict`.
+def fig1_claims_table(
+    table: pd.DataFrame, rules: Any = FIG1_RULES, measure: str = "converged"
+) -> pd.DataFrame:
+    """Agnostic FedAvg against each weighted rule per (task, protocol, rule), on ``measure``
+    (:data:`MEASURES`): ``"converged"``, the converged loss on problem (3) (Fig. 1, claim 1),
+    or ``"horizon"``, the mean problem-(3) loss over the run (the convergence behaviour, Sec. 4).
+    Columns: in how many converged pairs agnostic FedAvg is lower, the mean gap weighted -
+    agnostic, its 95% t interval over the paired seeds, the mean relative gap (weighted -
+    agnostic) / agnostic, how many pairs have a diverged run and :func:`outperform_verdict`.
 
-    ``table``: :func:`run_table` of :func:`experiments.figure1_grid`'s runs. Print it with
-    ``to_string(sparsify=False)``: the ledger finds each row's verdict by its full index.
+    ``table``: :func:`run_table` of :func:`experiments.figure1_grid`'s runs. The index starts
+    with the measure; print it with ``to_string(sparsify=False)``: the ledger finds each row's
+    verdict by its full index.
     """
-    keys = ["task", "protocol", "process", "tau", "seed"]
+    column, base = MEASURES[require_choice("measure", measure, MEASURES)]
     g = gaps(table, rules)
     rows = []
     for (task, protocol, rule), part in g.groupby(["task", "protocol", "rule"], sort=False):
-        runs_ = table[table["aggregation"] == rule].set_index(keys)["diverged_at"]
-        bad = runs_.reindex(pd.MultiIndex.from_frame(part[keys])).notna().to_numpy()
-        interval, verdict = outperform_verdict(part["gap_p"], bad)
-        finite = part["gap_p"].to_numpy()[~bad]
+        bad = part["diverged"].to_numpy(dtype=bool)
+        interval, verdict = outperform_verdict(part[column], bad)
+        finite = part[column].to_numpy()[~bad]
         rows.append(
             {
+                "measure": measure,
                 "task": task,
                 "protocol": protocol,
                 "rule": rule,
                 "seeds": len(part),
-                "agnostic lower": f"{int(bad.sum() + (finite > 0).sum())}/{len(part)}",
+                "agnostic lower": f"{int((finite > 0).sum())}/{finite.size}"
+                if finite.size
+                else None,
                 "gap mean": float(finite.mean()) if finite.size else float("nan"),
                 "95% low": interval.low if interval else float("nan"),
                 "95% high": interval.high if interval else float("nan"),
-                "relative gap": float((part["gap_p"] / part["agnostic_p"])[~bad].mean())
+                "relative gap": float((part[column] / part[base])[~bad].mean())
                 if finite.size
                 else float("nan"),
                 "diverged": int(bad.sum()),
@@ -282,7 +342,7 @@ def fig1_claims_table(table: pd.DataFrame, rules: Any = FIG1_RULES) -> pd.DataFr
             order[r["rule"]],
         )
     )
-    return pd.DataFrame(rows).set_index(["task", "protocol", "rule"])
+    return pd.DataFrame(rows).set_index(["measure", "task", "protocol", "rule"])
 
 
 def contrast_verdict(convex: Any, other: Any) -> tuple[float, float, float, str]:
@@ -301,16 +361,20 @@ def contrast_verdict(convex: Any, other: Any) -> tuple[float, float, float, str]
 def fig1_contrast_table(table: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
     """Fig. 1, claim 2 per rule: the mean relative gap (weighted - agnostic) / agnostic on each
     task (under :data:`experiments.DEFAULT_PROTOCOL`) and :func:`contrast_verdict` on the linear
-    regression's being larger. Eq. 10 as printed has no converged gap on MNIST: left out."""
+    regression's being larger ("inconclusive" where a pair has a diverged run). Eq. 10 as printed
+    has no converged gap on MNIST: left out."""
     g = gaps(table, rules)
     g = g.assign(relative=g["gap_p"] / g["agnostic_p"])
     rows = []
     for rule in rules:
-        rel = {
-            task: g[(g.rule == rule) & (g.task == task) & (g.protocol == protocol)]["relative"]
+        parts = {
+            task: g[(g.rule == rule) & (g.task == task) & (g.protocol == protocol)]
             for task, protocol in DEFAULT_PROTOCOL.items()
         }
+        rel = {task: part["relative"] for task, part in parts.items()}
         diff, low, high, verdict = contrast_verdict(rel["linear_regression"], rel["mnist"])
+        if any(part["diverged"].any() for part in parts.values()):
+            verdict = "inconclusive"
         rows.append(
             {
                 "rule": rule,

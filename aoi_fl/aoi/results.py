@@ -114,6 +114,28 @@ def rounds_to_target_table(
     return pd.DataFrame(rows).set_index(["split", "policy"])
 
 
+def substitute_model(results: Iterable[Any], dataset: str) -> bool:
+    """Whether some run trains another model than the paper's for ``dataset``
+    (:data:`experiments.PAPER_MODELS`, "a CNN as in McMahan et al."): its verdicts on the
+    paper's claims cannot be "not held" (:func:`paired_table`)."""
+    from aoi_fl.aoi.experiments import PAPER_MODELS
+
+    return any(r.config["model"]["name"] != PAPER_MODELS[dataset] for r in results)
+
+
+def diverged_runs(results: Iterable[Any]) -> set[tuple[str, str, int]]:
+    """(split, policy, seed) of the runs whose test loss diverged (the ledger's one rule,
+    :func:`aoi_fl.pipeline.claims.diverged`: not finite, or above 5x the initial model's at some
+    evaluation): a comparison such a run enters cannot be held."""
+    from aoi_fl.pipeline.claims import diverged
+
+    return {
+        (_split_of(r.config), r.config["sampler"]["name"], r.config["training"]["seed"])
+        for r in results
+        if diverged(r.history["test_loss"])
+    }
+
+
 def speedup_table(
     table: pd.DataFrame, fast: str = "markov_optimal", slow: str = "random"
 ) -> pd.DataFrame:
@@ -226,6 +248,7 @@ def paired_table(
     fast: str = "markov_optimal",
     slow: str = "random",
     level: float = 0.95,
+    substitute: bool = False,
 ) -> pd.DataFrame:
     """Paired comparison of ``fast`` with ``slow`` per split, against the paper's numbers.
 
@@ -241,6 +264,10 @@ def paired_table(
     run missed the target, as in :func:`speedup_table`: pairs that reached it would be a
     selection favouring the policy that missed more often. The verdict is also missing where the
     paper gives no speed-up of ``fast`` over ``slow`` to test.
+
+    ``substitute``: the runs are not under the paper's conditions (another model,
+    :func:`substitute_model`): they cannot make its claim "not held", which becomes
+    "inconclusive at this budget" (the paper's setting with more seeds would decide).
     """
     diffs = paired_differences(results, target, fast, slow)
     rows = []
@@ -257,6 +284,8 @@ def paired_table(
             "paper difference": paper_fast - paper_slow,
         }
         row.update(_paired_statistics(d, fast, slow, level, paper_fast, paper_slow))
+        if substitute and row["verdict"] == "not held":
+            row["verdict"] = "inconclusive at this budget"
         rows.append(row)
     return pd.DataFrame(rows).set_index("split") if rows else pd.DataFrame()
 
@@ -285,6 +314,7 @@ __all__ = [
     "PairedInterval",
     "Verdict",
     "accuracy_curves",
+    "diverged_runs",
     "final_accuracy_table",
     "group_runs",
     "minimum_detectable_effect",
@@ -294,6 +324,7 @@ __all__ = [
     "rounds_to_target_table",
     "sample_sd",
     "speedup_table",
+    "substitute_model",
     "verdict",
 ]
 

@@ -511,6 +511,8 @@ def test_gaps_pair_runs_by_seed():
             "skew": 1.0,
             "loss_p": base + s,
             "loss_uniform": 2 * (base + s),
+            "horizon_p": 3 * (base + s),
+            "diverged_at": 10 if (a, s) == ("weighted_updates", 1) else None,
         }
         for t in ("linear_regression", "mnist")
         for a, base in (("weighted_normalised", 1.5), ("agnostic", 1.0), ("weighted_updates", 3.0))
@@ -527,5 +529,8 @@ def test_gaps_pair_runs_by_seed():
     np.testing.assert_allclose(g.gap_p, [2.0, 2.0, 0.5, 0.5] * 2)
     np.testing.assert_allclose(g.gap_uniform, [4.0, 4.0, 1.0, 1.0] * 2)
     np.testing.assert_allclose(g.agnostic_p, [1.0, 2.0] * 4)
+    np.testing.assert_allclose(g.gap_horizon, [6.0, 6.0, 1.5, 1.5] * 2)
+    # a pair is flagged when either of its runs diverged (here: eq. 10 on the updates, seed 1)
+    assert g.diverged.tolist() == [False, True, False, False] * 2
     with pytest.raises(ValueError, match="unknown rule 'agnostic'"):
         ar.gaps(pd.DataFrame(rows), ("agnostic",))

@@ -344,9 +344,10 @@ def test_run_table_and_gaps_by_hand(estimator_calls, tmp_path):
         # client i's loss (i + 1) * c_t: agnostic runs level, weighted ones worse by 1
         fake_run(rounds, [list((i + 1) * c) for c in (4.0, 3.0, 2.0, 1.0)]),
         fake_run(rounds, [list((i + 1) * c + 1) for c in (4.0, 3.0, 2.0, 1.0)]),
-        fake_run(rounds, [list(np.full(N, c)) for c in (1.0, 1.0, 1.0, 1.0)]),
-        # diverges at round 2: above 1e6, then not a number
-        fake_run(rounds, [list(np.full(N, c)) for c in (1.0, 0.5, 2e6, np.nan)]),
+        # a bump to 4x the initial loss is not divergence (the ledger's rule: above 5x)
+        fake_run(rounds, [list(np.full(N, c)) for c in (1.0, 4.0, 1.0, 1.0)]),
+        # diverges at round 2: above 5x the initial loss, then not a number
+        fake_run(rounds, [list(np.full(N, c)) for c in (1.0, 0.5, 6.0, np.nan)]),
     ]
     table = ar.run_table(configs, results, "smoke", cache_dir=cache, last=2)
     assert list(table.aggregation) == ["agnostic", "weighted_updates"] * 2
@@ -358,6 +359,8 @@ def test_run_table_and_gaps_by_hand(estimator_calls, tmp_path):
         if row.Index == 0:  # mean of the last 2 evaluations: c = 2 and 1
             assert row.loss_p == pytest.approx(1.5 * weighted)
             assert row.loss_uniform == pytest.approx(1.5 * (N + 1) / 2)
+            # the mean over the run (trapezoids over rounds 0-3): (3.5 + 2.5 + 1.5) / 3 = 2.5
+            assert row.horizon_p == pytest.approx(2.5 * weighted)
         if row.Index == 1:
             assert row.loss_p == pytest.approx(1.5 * weighted + 1)
             assert row.loss_uniform == pytest.approx(1.5 * (N + 1) / 2 + 1)
@@ -370,7 +373,11 @@ def test_run_table_and_gaps_by_hand(estimator_calls, tmp_path):
     g = ar.gaps(table, ("weighted_updates",))
     assert g.seed.tolist() == [0, 1]
     assert g.gap_p[0] == pytest.approx(1.0) and g.gap_uniform[0] == pytest.approx(1.0)
+    assert g.gap_horizon[0] == pytest.approx(1.0) and g.agnostic_horizon[0] == pytest.approx(
+        table.horizon_p[0]
+    )
     assert np.isnan(g.gap_p[1])
+    assert g.diverged.tolist() == [False, True]  # seed 1's weighted run
     assert isinstance(g, pd.DataFrame) and len(estimator_calls) == 2  # seeds 0 and 1
 
 

@@ -149,6 +149,7 @@ def test_missing_cifar_is_reported_not_faked(tmp_path):
 def fake_run(split, policy, seed, accuracy):
     config = {
         "partition": {"name": "iid" if split == "iid" else "dirichlet"},
+        "model": {"name": "mcmahan_cnn"},  # the paper's MNIST model
         "sampler": {"name": policy},
         "training": {"seed": seed},
     }

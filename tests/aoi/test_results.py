@@ -82,6 +82,24 @@ def test_paired_table_uses_the_paired_statistics_and_the_papers_claim():
     assert paired_table(results, 0.97)["verdict"].isna().all()
 
 
+def test_a_substitute_cannot_make_a_claim_not_held():
+    # Markov optimal one round slower in every seed against a claimed 6-round speed-up: "not
+    # held" under the paper's conditions, "inconclusive at this budget" for a substitute model
+    pair = runs_of("iid", "markov_optimal", {0: 46, 1: 45, 2: 47}) + runs_of(
+        "iid", "random", {0: 45, 1: 44, 2: 46}
+    )
+    paper = {("mnist", "iid"): {"markov_optimal": 39, "random": 45}}
+    assert paired_table(pair, 0.97, paper, "mnist").loc["iid", "verdict"] == "not held"
+    capped = paired_table(pair, 0.97, paper, "mnist", substitute=True)
+    assert capped.loc["iid", "verdict"] == "inconclusive at this budget"
+    # which runs are substitutes: another model than the paper's for the dataset
+    for run in pair:
+        run.config["model"] = {"name": "mcmahan_cnn"}
+    assert not results.substitute_model(pair, "mnist")
+    pair[0].config["model"] = {"name": "small_cnn"}
+    assert results.substitute_model(pair, "mnist")
+
+
 def curve_run(split, policy, seed, accuracy, rounds=None):
     """A FakeRun with an accuracy curve (evaluated at rounds 0, 1, ... unless ``rounds``)."""
     run = FakeRun(split, policy, seed, None)
