@@ -13,8 +13,11 @@ from the same model): :func:`lower_verdict` for a claim without a size, and
 diverged (:func:`aoi_fl.pipeline.claims.diverged` on its test loss) is left out of every row and
 the row says so: its numbers measure the explosion, not the sampler. A "faster" claim is judged
 on the speed measure of :data:`SPEED_MEASURES`, fixed before the curves were looked at; a claim
-that names a condition our runs lack is "inconclusive at this budget" (:func:`scoped_verdict`).
-:func:`verdict_lines` prints the same verdicts for the notebooks (see
+made under conditions our runs lack is "inconclusive at this budget" whatever its criterion
+gives (:func:`scoped_verdict`), and the spread keeps what the criterion gives: every Fig. 4
+claim on the MNIST substitute, in every profile (:func:`substitute_unmet`: not FEMNIST, not
+its 462-2,231 clients). A row whose claim is ours, not the paper's (a control of a confound),
+says so in its claim. :func:`verdict_lines` prints the same verdicts for the notebooks (see
 :mod:`aoi_fl.pipeline.claims` for the rules), and :data:`UNTESTED` lists the statements of the
 paper that have no row, with the reason.
 """
@@ -27,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from scipy import stats as scipy_stats
 
 from aoi_fl.core.validation import require_choice
 from aoi_fl.kvib import estimators
@@ -83,6 +87,21 @@ SPEED_MEASURES = {
 #: Sec. 6.2 explains VRB's and MABS's showing on FEMNIST by its large number of clients: the
 #: three FEMNIST versions have 2,231, 1,231 and 462 clients, so "large" is at least 462
 PAPER_FEMNIST_CLIENTS = (2231, 1231, 462)
+#: Sec. 6.2's FEMNIST recipe for Fig. 4 beyond the data: McMahan's CNN, T = 500 (Sec. 6: "for
+#: all tasks") and 3 local epochs; conditions of every Fig. 4 claim (:func:`substitute_unmet`)
+PAPER_FEMNIST_RECIPE = {"model": "mcmahan_cnn", "rounds": 500, "local_epochs": 3}
+#: Sec. 6.2's "VRB and MABS do not outperform the uniform sampling", read as non-superiority:
+#: held when the 95% t interval of how much higher a baseline's test accuracy ends than unbiased
+#: uniform's lies below this margin (1 accuracy point, the ledger's accuracy tolerance: FedSUM's
+#: non-inferiority margin), not held when it lies above it (:func:`not_better_verdict`)
+NOT_BETTER_MARGIN = 0.01
+#: Sec. 6's "the first-round feedback is typically the largest during FL training", fixed before
+#: the cached runs were read for it: in each Fig. 2 run that did not diverge, whether the first
+#: round's feedback sum_i pi_1(i)^2 (the recorded uniform cost times K / N: every client's
+#: feedback, aggregated) is the largest of the run; "typically" is more than this share of the
+#: runs, decided by the one-sided 95% Clopper-Pearson bounds of the share
+#: (:func:`typical_verdict`)
+TYPICAL_SHARE = 0.5
 _NB11, _NB12, _NB13 = "11_isp_vs_rsp", "12_kvib_synthetic", "13_kvib_mnist"
 
 
@@ -236,18 +255,91 @@ def stable_verdict(
     )
 
 
-def scoped_verdict(verdict: str, ours: int, required: int, condition: str) -> tuple[str, str]:
-    """(verdict, reason) of a claim that names a condition (a dataset, "a large number of
-    clients"), of size ``required``, on runs whose own size is ``ours``: the runs decide only
-    when they meet it; otherwise a decided verdict becomes "inconclusive at this budget" (runs
-    that meet it would decide), never "not held", and the reason says what is missing. An
-    undecided verdict ("inconclusive": runs missing) stays."""
-    if ours >= required or verdict == "inconclusive":
+def scoped_verdict(verdict: str, unmet: Sequence[str]) -> tuple[str, str]:
+    """(verdict, reason) of a claim made under conditions (a dataset, a model, "a large number
+    of clients") on runs that do not meet those in ``unmet``: the runs decide only when they
+    meet them all (``unmet`` empty); otherwise any verdict but "inconclusive" becomes
+    "inconclusive at this budget" (runs that meet them would decide), never "held" or "not
+    held", and the reason says what is missing. An undecided verdict ("inconclusive": runs
+    missing, or diverged) stays. The rule of FedSUM's long-horizon rows
+    (:func:`aoi_fl.fedsum.claims.long_verdicts`)."""
+    if not unmet or verdict == "inconclusive":
         return verdict, ""
     return "inconclusive at this budget", (
-        f"the claim's condition ({condition}: at least {required}) is not met by our {ours}, so "
-        "these runs cannot decide it"
+        f"the claim's conditions are not met ({'; '.join(unmet)}), so these runs cannot decide it"
     )
+
+
+def substitute_unmet(profile: str, version: str | None = None) -> list[str]:
+    """The conditions of Fig. 4's claims (Sec. 6.2: FEMNIST, McMahan's CNN, 462 to 2,231
+    clients, T = 500 with 3 local epochs) that ``profile``'s MNIST substitute does not meet;
+    ``version`` ("v1", "v2"): a claim tied to that FEMNIST version's clients (its speed-up).
+    Never empty: the data are MNIST and the clients 100 in every profile (``paper`` runs the
+    CNN with the paper's T and local epochs, still on MNIST's 100 clients)."""
+    m = kx.mnist_settings(profile)
+    recipe = PAPER_FEMNIST_RECIPE
+    unmet = ["MNIST with our lognormal / Dirichlet partition, not FEMNIST"]
+    if m["model"]["name"] != recipe["model"]:
+        unmet.append(f"{m['model']['name'].replace('_', ' ')}, not McMahan's CNN")
+    fewest, most = min(PAPER_FEMNIST_CLIENTS), max(PAPER_FEMNIST_CLIENTS)
+    if version is not None:
+        clients = PAPER_FEMNIST_CLIENTS[int(version[1:]) - 1]
+        factor = kx.PAPER_FEMNIST_SPEEDUP[version]
+        if kx.MNIST_CLIENTS < clients:
+            unmet.append(
+                f"{kx.MNIST_CLIENTS} clients, not FEMNIST {version}'s {clients:,} (the claimed "
+                f"{factor:g}x is {version}'s; the paper's gap narrows with fewer clients and "
+                "less data variance)"
+            )
+    elif kx.MNIST_CLIENTS < fewest:
+        unmet.append(f"{kx.MNIST_CLIENTS} clients, not FEMNIST's {fewest:,} to {most:,}")
+    if (m["rounds"], m["local_epochs"]) != (recipe["rounds"], recipe["local_epochs"]):
+        unmet.append(
+            f"T = {m['rounds']} with {m['local_epochs']} local epoch"
+            f"{'s' if m['local_epochs'] != 1 else ''}, not {recipe['rounds']} with "
+            f"{recipe['local_epochs']}"
+        )
+    return unmet
+
+
+def _scoped(row: Claim, unmet: Sequence[str]) -> Claim:
+    """``row`` under :func:`scoped_verdict`: where capped, the spread says why and keeps what
+    the runs show (the criterion's verdict and its numbers)."""
+    verdict, why = scoped_verdict(row.verdict, unmet)
+    if not why:
+        return row
+    return dataclasses.replace(
+        row,
+        verdict=verdict,
+        spread=f"{why}; what the substitute shows: by the criterion {row.verdict}, {row.spread}",
+    )
+
+
+def not_better_verdict(advantages: Sequence[float], margin: float, level: float = 0.95):
+    """(verdict, interval) of "it does not outperform the reference" (non-superiority) from
+    paired ``advantages`` (it - reference, higher is better): "held" when their t interval lies
+    below ``margin``, "not held" when it lies above it, else "inconclusive at this budget";
+    "inconclusive" with fewer than 2 finite pairs (interval None)."""
+    d = np.asarray(advantages, dtype=float)
+    if d.size < 2 or not np.isfinite(d).all():
+        return "inconclusive", None
+    ci = paired.paired_interval(d, level)
+    return sign_verdict(ci.low - margin, ci.high - margin, "negative"), ci
+
+
+def typical_verdict(
+    hits: Sequence[bool], share: float = TYPICAL_SHARE, level: float = 0.95
+) -> tuple[str, tuple[float, float] | None]:
+    """(verdict, (low, high)) of "typically so" from one yes / no per run: "held" when the
+    one-sided ``level`` Clopper-Pearson lower bound of the share of yes is above ``share``, "not
+    held" when the upper bound is below it, else "inconclusive at this budget"; "inconclusive"
+    with no run (bounds None)."""
+    n, x = len(hits), int(sum(bool(h) for h in hits))
+    if n == 0:
+        return "inconclusive", None
+    ci = scipy_stats.binomtest(x, n).proportion_ci(confidence_level=1 - 2 * (1 - level))
+    low, high = float(ci.low), float(ci.high)
+    return sign_verdict(low - share, high - share, "positive"), (low, high)
 
 
 def _diverged_text(div: Mapping[tuple, Mapping[int, bool]], labels: Sequence[tuple]) -> str:
@@ -285,12 +377,9 @@ def _interval_text(ci) -> str:
     return f"95% t interval [{ci.low:.3g}, {ci.high:.3g}] over {ci.n} paired seeds"
 
 
-def _lower_row(key: str, ref: str, text: str, d, nb: str, *, refutes=False) -> Claim:
-    """The row of a claim read from paired differences ``d`` by :func:`lower_verdict`;
-    ``refutes``: the claim is the opposite ("no better"), so held and not held swap."""
+def _lower_row(key: str, ref: str, text: str, d, nb: str) -> Claim:
+    """The row of a claim read from paired differences ``d`` by :func:`lower_verdict`."""
     verdict, ci = lower_verdict(d)
-    if refutes:
-        verdict = {"held": "not held", "not held": "held"}.get(verdict, verdict)
     ours = float(np.mean(d)) if len(d) else None
     return _row(key, ref, text, None, ours, _interval_text(ci), verdict, nb, line=True)
 
@@ -537,14 +626,15 @@ def _late(curve: np.ndarray) -> float:
 def _horizon(key: str, *, first_tenth: bool = False) -> Callable[[dict], float]:
     """The speed measure "area under the ``key`` curve / horizon" of a run
     (:func:`aoi_fl.pipeline.claims.horizon_mean`) over all its evaluations, or over those of the
-    first tenth of the rounds."""
+    first tenth of the rounds; NaN (no value, so no verdict) where that holds fewer than two
+    evaluations, as in a run of a few rounds."""
 
     def metric(r: dict) -> float:
         rounds, values = r["eval_round"], r[key]
         if first_tenth:
             keep = rounds <= rounds[-1] // 10
             rounds, values = rounds[keep], values[keep]
-        return horizon_mean(values, rounds)
+        return horizon_mean(values, rounds) if len(rounds) >= 2 else float("nan")
 
     return metric
 
@@ -612,18 +702,8 @@ def figure2_claims(profile: str, results_dir: str) -> list[Claim]:
         verdict, ours, spread = _versus_baselines(_per_seed(results, metric), k)
         row = _row(key, "Fig. 2", text, None, ours, spread, verdict, _NB12, line=True)
         out.append(_note_diverged(row, div, compared))
-    key = "kvib.fig2.loss.uniform_normalised"
-    text = (
-        "faster convergence than uniform sampling as the authors' code trains it: K-Vib with "
-        "unbiased weights against uniform with self-normalised (biased) weights, a comparison "
-        f"confounded by the aggregation rule; ours: {SPEED_MEASURES['fig2']}, K = {k}, K-Vib - it"
-    )
-    pair = (("kvib", k, None), (NORMALISED, k, None))
-    if missing:
-        out.append(_missing_row(key, "Fig. 2", text, None, missing, _NB12))
-    else:
-        d = _paired(_per_seed(results, metrics["loss"][1]), *pair)
-        out.append(_note_diverged(_lower_row(key, "Fig. 2", text, d, _NB12), div, pair))
+    out.append(_normalised_row(results, missing, div, k, metrics["loss"][1]))
+    out.append(first_feedback_row(results, missing, div, k))
     key = "kvib.fig4.isp_early"
     text = (
         "in the early rounds independent sampling alone gives better estimates (Lemma 2.1; "
@@ -640,6 +720,83 @@ def figure2_claims(profile: str, results_dir: str) -> list[Claim]:
         row = _lower_row(key, "Sec. 6.2 (Fig. 4)", text, _paired(early, *pair), _NB12)
         out.append(_note_diverged(row, div, pair))
     return out
+
+
+def _normalised_row(results, missing: int, div, k: int, metric) -> Claim:
+    """Ours, not the paper's: the uniform baseline of the authors' code (self-normalised,
+    biased weights) converges faster than K-Vib, and than the full-information optimum (the
+    control: no unbiased sampler can beat the optimum, so a lead over it is the aggregation
+    rule's, not a sampler's). The paper's uniform is unbiased (Alg. 1): its claim is
+    ``kvib.fig2.loss``. Each part: :func:`aoi_fl.pipeline.claims.interval_verdict` of the paired
+    differences sampler - self-normalised uniform (held above 0); both held: held."""
+    key, ref = "kvib.fig2.loss.uniform_normalised", "Fig. 2, ours"
+    text = (
+        "(ours, not the paper's) the paper's uniform baseline is unbiased (Alg. 1; its claim is "
+        "row kvib.fig2.loss), the authors' code trains it with self-normalised (biased) weights; "
+        "on this task that aggregation rule, not the sampler, sets the speed: uniform with "
+        "self-normalised weights converges faster than K-Vib and than the full-information "
+        f"optimum (the control, which no unbiased sampler beats); ours: {SPEED_MEASURES['fig2']}, "
+        f"K = {k}, K-Vib (and the optimum) - it"
+    )
+    if missing:
+        return _missing_row(key, ref, text, None, missing, _NB12)
+    values = _per_seed(results, metric)
+    verdicts, texts, ours = [], [], None
+    for name in ("kvib", "optimal"):
+        d = _paired(values, (name, k, None), (NORMALISED, k, None))
+        verdict, ci = interval_verdict(d, "positive")
+        verdicts.append(verdict)
+        texts.append(f"{name} - it: {_interval_text(ci)} ({verdict})")
+        if name == "kvib" and d:
+            ours = float(np.mean(d))
+    row = _row(
+        key, ref, text, None, ours, "; ".join(texts), combine_verdicts(verdicts), _NB12, line=True
+    )
+    labels = [(name, k, None) for name in ("kvib", "optimal", NORMALISED)]
+    return _note_diverged(row, div, labels)
+
+
+def first_feedback_row(results, missing: int, div, k: int) -> Claim:
+    """Sec. 6's "the first-round feedback is typically the largest during FL training" on the
+    Fig. 2 runs' aggregate feedback (:data:`TYPICAL_SHARE`, :func:`typical_verdict`); the runs
+    in which FedAvg diverged are left out (their feedback grows with the explosion)."""
+    key, ref = "kvib.sec6.first_feedback_largest", "Sec. 6 (FL and sampler hyperparameters)"
+    text = (
+        "the first-round feedback is typically the largest of a run; ours: every client's "
+        "feedback aggregated, sum_i pi_t(i)^2 (the recorded uniform cost times K / N), the "
+        f"first round's the largest of the run in more than {TYPICAL_SHARE:.0%} of the Fig. 2 "
+        f"runs (K = {k}; one-sided 95% Clopper-Pearson bounds)"
+    )
+    if missing:
+        return _missing_row(key, ref, text, None, missing, _NB12)
+    hits, shares, medians = [], [], []
+    for result in results:
+        arrays = kr.run_arrays(result)
+        if kr.diverged(arrays):
+            continue
+        feedback = arrays["uniform_cost"]
+        hits.append(bool(feedback[0] >= feedback.max()))
+        shares.append(feedback[0] / feedback.max())
+        medians.append(feedback[0] / np.median(feedback))
+    verdict, bounds = typical_verdict(hits)
+    if bounds is None:
+        spread, ours = "no run left", None
+    else:
+        ours = sum(hits) / len(hits)
+        later = (
+            f"; in the others a later round's is larger, the first round's at least "
+            f"{min(shares):.1%} of it"
+            if not all(hits)
+            else ""
+        )
+        spread = (
+            f"the first round's is the largest in {sum(hits)} of {len(hits)} runs (one-sided 95% "
+            f"bounds of the share [{bounds[0]:.2f}, {bounds[1]:.2f}]){later}; the first round's "
+            f"is {min(medians):.3g}-{max(medians):.3g}x the run's median (the samplers of one "
+            "seed share their first round)"
+        )
+    row = _row(key, ref, text, None, ours, spread, verdict, _NB12, line=True)
+    return _note_diverged(row, div, [(name, k, None) for name in kx.FIG2_SAMPLERS])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -690,6 +847,7 @@ def figure3_claims(profile: str, results_dir: str) -> list[Claim]:
         kv = by_k("kvib")
         verdict, spread = k_trend_verdict(kv, "falls")
         rate_verdict, slope, rate_spread = k_rate_verdict(kv, PAPER_K_RATE)
+        rate_spread += _baseline_slopes({n: by_k(n) for n in (*BASELINES, NORMALISED)}, slope)
         labels = [("kvib", k, None) for k in ks]
         out.append(
             _note_diverged(
@@ -746,6 +904,7 @@ def figure3_claims(profile: str, results_dir: str) -> list[Claim]:
             line=True,
         )
         out.append(_note_diverged(row, div, [(name, k, None) for k in ks]))
+    out.append(figure7_row(grid, missing, div, ks, grid_text))
     gam, gmissing = runs.cached_results(kx.gamma_grid(profile), cache_dir=results_dir)
     gdiv = _divergence(gam)
     scales = [("kvib", s["k"], scale) for scale in s["gamma_scales"]]
@@ -786,6 +945,77 @@ def figure3_claims(profile: str, results_dir: str) -> list[Claim]:
     return out
 
 
+def _baseline_slopes(per_name: Mapping[str, Mapping[int, Mapping[int, float]]], ours) -> str:
+    """What the baselines' regret does on the same K grid: the log-log slope of each (as
+    :func:`k_rate_verdict`'s: the mean of the per-seed slopes over the seeds every K has),
+    steeper or shallower than K-Vib's ``ours``; "" if none has one. Every sampler's cost
+    sum_i pi_i^2 / p_i with sum_i p_i = K carries a 1/K, so a slope alone does not single out
+    K-Vib's improvement."""
+    parts, none = [], []
+    for name, per_k in per_name.items():
+        seeds = _grid_seeds(per_k)
+        slopes = [_log_slope(list(per_k), [per_k[k][s] for k in per_k]) for s in seeds]
+        slope = float(np.mean(slopes)) if slopes else float("nan")
+        if not np.isfinite(slope):
+            none.append(name)
+        elif np.isfinite(ours):
+            parts.append(f"{name} {slope:.3g} ({'steeper' if slope < ours else 'shallower'})")
+        else:
+            parts.append(f"{name} {slope:.3g}")
+    if not parts:
+        return ""
+    text = f"; the baselines' regret on the same grid: log-log slope {', '.join(parts)}"
+    if none:
+        text += f"; {', '.join(none)}: no slope (a K has no run left)"
+    return text + (
+        "; every sampler's cost sum pi^2 / p with sum p = K carries a 1/K, so a slope alone "
+        "does not single out K-Vib's improvement"
+    )
+
+
+def figure7_row(grid, missing: int, div, ks: Sequence[int], grid_text: str) -> Claim:
+    """App. F's Fig. 7 ("gradient variance with different K", a caption with no stated result)
+    read as the variance counterpart of Fig. 3(b): K-Vib's variance (eq. 2, mean over the
+    rounds) falls as K grows (:func:`k_trend_verdict`); the spread gives every sampler's."""
+    key, ref = "kvib.fig7.falls", "Fig. 7, App. F"
+    text = (
+        "K-Vib's gradient variance falls as K grows (Fig. 7's caption states no result: read "
+        "as the variance counterpart of Fig. 3(b)); ours: variance (eq. 2), mean over the "
+        f"rounds, ratio of the smallest to the largest K, {grid_text}"
+    )
+    if missing:
+        return _missing_row(key, ref, text, None, missing, _NB12)
+    variance = _per_seed(grid, lambda r: float(r["variance"].mean()))
+    per_name = {
+        name: {k: variance.get((name, k, None), {}) for k in ks} for name in kx.GRID_SAMPLERS
+    }
+    verdict, spread = k_trend_verdict(per_name["kvib"], "falls")
+    others = [
+        f"{name} "
+        + ", ".join(
+            f"{np.mean(list(v.values())):.3g}" if v else "-" for v in per_name[name].values()
+        )
+        for name in kx.GRID_SAMPLERS
+        if name != "kvib"
+    ]
+    spread += (
+        "; the others' mean variance by K ('-': no run left, diverged runs left out): "
+        + "; ".join(others)
+    )
+    row = _row(
+        key,
+        ref,
+        text,
+        None,
+        _end_ratio(per_name["kvib"], rising=False),
+        spread,
+        verdict,
+        _NB12,
+        line=True,
+    )
+    return _note_diverged(row, div, [("kvib", k, None) for k in ks])
+
+
 # ---------------------------------------------------------------------------------------------
 # Fig. 4: FEMNIST (not here) and the MNIST substitute (notebook 13)
 
@@ -797,7 +1027,9 @@ _FEMNIST = "FEMNIST (Chen et al. 2020's unbalanced versions) cannot be fetched h
 
 
 def figure4_claims(profile: str, results_dir: str) -> list[Claim]:
-    """Fig. 4's FEMNIST numbers and claims, and their test on the MNIST substitute."""
+    """Fig. 4's FEMNIST numbers and claims, and their test on the MNIST substitute: every
+    substitute row is capped by :func:`scoped_verdict` on :func:`substitute_unmet` ("inconclusive
+    at this budget" whatever its criterion gives, which the spread keeps)."""
     out = []
     for version, factor in kx.PAPER_FEMNIST_SPEEDUP.items():
         out.append(
@@ -839,6 +1071,7 @@ def figure4_claims(profile: str, results_dir: str) -> list[Claim]:
     results, missing = runs.cached_results(kx.mnist_grid(profile), cache_dir=results_dir)
     target, k = m["target"], kx.MNIST_K
     div = _divergence(results)
+    unmet = substitute_unmet(profile)
     rounds = _per_seed(
         results,
         lambda r: rounds_to_level(
@@ -885,33 +1118,36 @@ def figure4_claims(profile: str, results_dir: str) -> list[Claim]:
             _NB13,
             line=True,
         )
-        out.append(_note_diverged(row, div, pair))
+        # the 2x is FEMNIST v2's factor, a gap the paper ties to the number of clients and the
+        # data variance: more seeds on these 100 clients cannot decide it
+        scoped = _scoped(row, substitute_unmet(profile, "v2"))
+        out.append(_note_diverged(scoped, div, pair))
     late = _per_seed(results, lambda r: _late(r["test_accuracy"]))
     for base in ("vrb", "mabs"):
         key = f"kvib.fig4.substitute.no_better.{base}"
         text = (
             f"{sub} {base} does not outperform unbiased uniform sampling, as on FEMNIST's many "
-            "clients; ours: test accuracy over the last tenth of the rounds, uniform - it"
+            f"clients; ours: test accuracy over the last tenth of the rounds, {base} - uniform, "
+            f"non-superiority: below +{NOT_BETTER_MARGIN:g}"
         )
         if missing:
             out.append(_missing_row(key, "Fig. 4(b), Sec. 6.2", text, None, missing, _NB13))
             continue
-        # "no better" is refuted when the baseline is better: uniform - it < 0 means it is
-        pair = (("uniform_unbiased", k, None), (base, k, None))
-        row = _lower_row(
-            key, "Fig. 4(b), Sec. 6.2", text, _paired(late, *pair), _NB13, refutes=True
+        pair = ((base, k, None), ("uniform_unbiased", k, None))
+        d = _paired(late, *pair)
+        verdict, ci = not_better_verdict(d, NOT_BETTER_MARGIN)
+        row = _row(
+            key,
+            "Fig. 4(b), Sec. 6.2",
+            text,
+            None,
+            float(np.mean(d)) if d else None,
+            _interval_text(ci),
+            verdict,
+            _NB13,
+            line=True,
         )
-        verdict, why = scoped_verdict(
-            row.verdict,
-            kx.MNIST_CLIENTS,
-            min(PAPER_FEMNIST_CLIENTS),
-            "a large number of clients, like FEMNIST's smallest version",
-        )
-        if why:
-            row = dataclasses.replace(
-                row, verdict=verdict, spread=f"{why}; what our clients show: {row.spread}"
-            )
-        out.append(_note_diverged(row, div, pair))
+        out.append(_note_diverged(_scoped(row, unmet), div, pair))
     # Sec. 6.2's two steps: independent sampling alone converges faster early on, and K-Vib's
     # adaptation adds to it for the rest of the run (each: the first - the second sampler)
     for name, ref_text, measure, first, second in (
@@ -941,7 +1177,7 @@ def figure4_claims(profile: str, results_dir: str) -> list[Claim]:
         pair = ((first, k, None), (second, k, None))
         d = _paired(_per_seed(results, metric), *pair)
         row = _lower_row(key, "Sec. 6.2 (Fig. 4)", text, d, _NB13)
-        out.append(_note_diverged(row, div, pair))
+        out.append(_note_diverged(_scoped(row, unmet), div, pair))
     return out
 
 
@@ -1152,22 +1388,17 @@ UNTESTED: tuple[Untested, ...] = (
     ),
     _untested(
         "Sec. 5.3 (computational complexity); App. G",
-        "K-Vib costs at most O(N log N) per round, and the experiments saw no heavy time "
-        "increase over the baselines",
+        "sorting the cumulative feedback costs at most O(N log N) per round (Sec. 5.3); App. "
+        "G's sorted list with binary-search re-insertion costs O(K log N) per round, "
+        "O(T K log N) in total; the experiments saw no heavy time increase over the baselines",
         "the cost is a property of the algorithm; the cached runs record no wall time, and "
         "every synthetic run trains all clients every round for the metrics, which would "
         "swamp a sampler's cost",
     ),
     _untested(
-        "Sec. 6 (FL and sampler hyperparameters)",
-        "the first-round feedback is typically the largest of a run",
-        "a heuristic for choosing G, stated as typical; the cached runs keep only the sampled "
-        "clients' update norms, not every client's feedback every round",
-    ),
-    _untested(
         "Sec. 6.1 (Fig. 3(b), Fig. 6)",
         "the K grid demonstrates the theory's unique improvement",
-        "a restatement of rows kvib.fig3b.* and kvib.fig6.*",
+        "a restatement of rows kvib.fig3b.*, kvib.fig6.* and kvib.fig7.falls",
     ),
     _untested(
         "Sec. 6.1 (Fig. 3(c))",
@@ -1217,6 +1448,14 @@ UNTESTED: tuple[Untested, ...] = (
         "App. E.1",
         "with stragglers of known availability a similar regret bound holds",
         "a proof sketch; no experiment has stragglers",
+    ),
+    _untested(
+        "App. E.2",
+        "biased samplers (Power-of-Choice, DivFL) build a biased gradient estimate that may "
+        "deviate from a fixed global goal (they re-weight the objective, eq. 55)",
+        "a statement about other methods, which are not implemented here, with no experiment in "
+        "the paper (the one biased estimator run here, the self-normalised uniform of row "
+        "kvib.fig2.loss.uniform_normalised, is neither of them)",
     ),
     _untested(
         "App. E.3",

@@ -38,9 +38,10 @@ def run_arrays(result: Any) -> dict[str, np.ndarray]:
 
     ``regret``: cumulative dynamic regret (eq. 8) of the sampler's probabilities;
     ``uniform_regret``: that of p = K / n on the same feedback; ``variance``: eq. 2 in closed
-    form per round; ``squared_error``: the realised ||d - sum lambda g||^2; ``eval_round``,
-    ``test_loss``, ``test_accuracy``: the evaluations (round 0 = the initial model). The first
-    three exist only for full-information runs.
+    form per round; ``squared_error``: the realised ||d - sum lambda g||^2; ``uniform_cost``:
+    l_t(K / n) = (n / K) sum_i pi_t(i)^2 per round, every client's feedback aggregated;
+    ``eval_round``, ``test_loss``, ``test_accuracy``: the evaluations (round 0 = the initial
+    model). All but the last three exist only for full-information runs.
     """
     h = result.history
     out = {key: np.asarray(h[key], dtype=float) for key in ("test_loss", "test_accuracy")}
@@ -50,6 +51,7 @@ def run_arrays(result: Any) -> dict[str, np.ndarray]:
         out["uniform_regret"] = dynamic_regret(h["uniform_cost"], h["optimal_cost"])
         out["variance"] = np.asarray(h["expected_squared_error"], dtype=float)
         out["squared_error"] = np.asarray(h["squared_error"], dtype=float)
+        out["uniform_cost"] = np.asarray(h["uniform_cost"], dtype=float)
     return out
 
 
