@@ -2,11 +2,14 @@
 
 The paper (You & Pu) prints no result numbers: its figures are curves. Its numbers are the
 bounds of App. F on tau_max (Lemmas F.1-F.4), recomputed here with the library's samplers and
-delay tracker as notebook 14 does, and the vectors each method sends per round (Sec. 1.1,
-Sec. 3, Algs 1-3), read from our implementations; its results are the qualitative claims
-(i)-(viii) of Sec. 5 and App. H (Figs 1, 9-14), read from the cached runs of notebooks 15-17
-and judged by the criteria fixed in :data:`aoi_fl.fedsum.results.CLAIM_CRITERIA`
-(:func:`~aoi_fl.fedsum.results.long_claims`): each part of a claim (a comparison on one
+delay tracker as notebook 14 does, and the vectors each method sends per round and keeps
+besides the model (Sec. 1.1, Sec. 3, Algs 1-3), read from our implementations; its results are
+the qualitative claims (i)-(viii) of Sec. 5 and App. H (Figs 1, 9-14), with (cr) (Sec. 5:
+FedSUM-CR keeps FedSUM's performance) and the delay claims (Sec. 1.1, Remarks 2.1 and 4.1,
+Sec. 4: performance orders with tau_avg, over the patterns and over the p grid), read from
+the cached runs of notebooks 15-17 and judged by the criteria fixed in
+:data:`aoi_fl.fedsum.results.CLAIM_CRITERIA` and ``ADDED_CRITERIA``
+(:func:`~aoi_fl.fedsum.results.all_claims`): each part of a claim (a comparison on one
 measure) by the paired 95% t interval over seeds, a claim "held" when every part is, "not
 held" when some part is not, else "inconclusive at this budget". A claim of speed is judged
 on a speed measure (the area under the curve against rounds, or against communication for
@@ -20,7 +23,9 @@ budget" whatever the criterion gives, since a claim about 2000 rounds is not dec
 first 20-40) and ``.long`` (notebook 17, T = 2000). A ``.long`` row is likewise "inconclusive
 at this budget" whatever the criterion gives where the panel does not meet a condition of the
 claim (:func:`unmet_conditions`): in ``cpu`` its model is logistic regression, not the
-paper's CNN, and for (v) its step size is not App. H.5's constant 0.1. Statements of the
+paper's CNN (every claim's experiments are the paper's CNN figures; the delay claims read
+Thm 4.1's dependence on tau off those figures), and for (v) its step size is not App. H.5's
+constant 0.1. Statements of the
 paper that state a result but have no row are in :data:`UNTESTED`, with the reason.
 """
 
@@ -43,8 +48,9 @@ from aoi_fl.pipeline.claims import VERDICT_GROUP, VERDICT_PATTERN, Claim, Untest
 
 #: the one-sided level of the confidence limit of mean tau_max against a bound on E[tau_max]
 BOUND_LEVEL = 0.95
-#: the claims of Sec. 5 / App. H that the cached panels test: id -> (the panel of notebooks
-#: 15-16 that tests it, where the paper says it, the claim in brief); keys ``fedsum.claim_<id>.*``
+#: the claims of Sec. 5 / App. H (and Secs 1.1 and 4 on the delay metrics) that the cached
+#: panels test: id -> (the panel of notebooks 15-16 that tests it, where the paper says it, the
+#: claim in brief); keys ``fedsum.claim_<id>.*``
 CLAIMS = {
     "(i)": (
         "main",
@@ -70,6 +76,26 @@ CLAIMS = {
         "eta_l = 0.1, batch 128)",
     ),
     "(viii)": ("cases", "App. H.8, Fig. 14", "biased sampling does not hurt FedSUM"),
+    "(cr)": (
+        "main",
+        "Sec. 5, paragraph on Fig. 1(b)",
+        "FedSUM-CR maintains the strong performance of FedSUM (with less communication)",
+    ),
+    "(delays.patterns)": (
+        "cases",
+        "Sec. 1.1, first contribution; Remark 2.1 (intuition behind the delay metrics); Sec. 4 "
+        "after Thm 4.1, Remark 4.1 and after Remark 4.2",
+        "tau_max and tau_avg precisely quantify participation's impact on convergence and "
+        "accurately capture participation heterogeneity; smaller delays give faster convergence "
+        "(read: over Cases 1-4 and biased sampling FedSUM converges faster where tau_avg is "
+        "smaller)",
+    ),
+    "(delays.p)": (
+        "p_grid",
+        "Remark 2.1 (intuition behind the delay metrics); Remark 4.1; App. H.4, Fig. 10",
+        "smaller delays (more frequent participation) give faster convergence (read: over "
+        "Fig. 10's Bernoulli p grid FedSUM converges faster where tau_avg is smaller)",
+    ),
 }
 _NOTEBOOK = {"main": "15_fedsum_mnist"}
 _CNN_NOTEBOOK, _LONG_NOTEBOOK = "16_fedsum_patterns", "17_fedsum_long_horizon"
@@ -374,6 +400,107 @@ def communication_claims() -> list[Claim]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Memory (Sec. 1.1, Secs 3.1-3.3)
+
+#: what each method keeps besides the global model x, as the paper states it: (model-size
+#: vectors per client, model-size vectors on the server, scalars per client), and where.
+#: FedSUM-B keeps h_i on the clients and y on the server (Sec. 3.1), FedSUM the same control
+#: variables (Sec. 3.2), FedSUM-CR also z_i (a model) and a_i (a round) on each client, the
+#: "extra memory" that saves the downlink of y (Sec. 3.3, eq. 10, Alg. 3 line 1); SCAFFOLD the
+#: same as FedSUM (Sec. 1.1, second contribution: "the same communication and memory cost")
+PAPER_MEMORY = {
+    "fedsum_b": (
+        (1, 1, 0),
+        "Sec. 3.1, Alg. 1 line 1",
+        "FedSUM-B keeps h_i on each client and y on the server",
+    ),
+    "fedsum": (
+        (1, 1, 0),
+        "Sec. 3.2, Alg. 2 line 1",
+        "FedSUM keeps FedSUM-B's control variables, h_i on each client and y on the server",
+    ),
+    "fedsum_cr": (
+        (2, 1, 1),
+        "Sec. 3.3, eq. 10, Alg. 3 line 1 and the comparison of the family",
+        "FedSUM-CR keeps h_i and, as the extra memory that saves the downlink of y, z_i (the "
+        "model last received) and a_i (the round) on each client; y on the server",
+    ),
+    "scaffold": (
+        (1, 1, 0),
+        "Sec. 1.1, second contribution",
+        "FedSUM has SCAFFOLD's memory cost: SCAFFOLD keeps what FedSUM keeps (c_i on each "
+        "client, c on the server)",
+    ),
+}
+#: the paper's federation (Sec. 5), at which a row's value counts the vectors kept
+MEMORY_CLIENTS = 100
+
+
+def memory_count(name: str) -> tuple[float, float, float]:
+    """What method ``name`` keeps besides the global model, from the state its implementation
+    checkpoints (``state_dict``, everything a run carries from one round to the next): (model-
+    size vectors per client, model-size vectors not per client, scalars per client).
+
+    Counted on a toy model (two tensors, 8 parameters) and 7 clients: a tensor shaped like a
+    parameter with a leading client axis is a per-client table, one shaped like a parameter a
+    single vector, one of shape (clients,) a scalar per client; any other shape is an error. In
+    Algs 1-3 the per-client tables are the clients' own state (h_i, z_i, a_i) and the single
+    vector is the server's y; the simulation keeps both in one process, so the count reads
+    the side from the structure, not from where a tensor lives.
+    """
+    import torch
+
+    from aoi_fl.pipeline.runs import ALGORITHMS
+
+    n = 7
+    like = {"weight": torch.zeros(3, 2), "bias": torch.zeros(2)}
+    size = sum(v.numel() for v in like.values())
+    options = {k: v for k, v in fx.algorithm_spec(name, "paper").items() if k != "name"}
+    algorithm = ALGORITHMS[name](**options)
+    algorithm.setup(n, like)
+    per_client = shared = scalars = 0.0
+    for key, tensor in algorithm.state_dict().items():
+        shape = tuple(tensor.shape)
+        if shape == (n,):
+            scalars += 1
+        elif any(shape == (n, *v.shape) for v in like.values()):
+            per_client += tensor.numel() / (n * size)
+        elif any(shape == tuple(v.shape) for v in like.values()):
+            shared += tensor.numel() / size
+        else:
+            raise ValueError(f"{name}: state {key!r} of shape {shape} is not countable")
+    return per_client, shared, scalars
+
+
+def memory_claims() -> list[Claim]:
+    """What each method keeps (:data:`PAPER_MEMORY`) against our implementations'
+    (:func:`memory_count`): "held" when the vectors per client, the vectors on the server and
+    the scalars per client all agree; the value counts the vectors for
+    :data:`MEMORY_CLIENTS` clients."""
+    out = []
+    for name, (paper, ref, text) in PAPER_MEMORY.items():
+        ours = memory_count(name)
+        per, server, scalars = ours
+        out.append(
+            _row(
+                f"fedsum.memory.{name}",
+                ref,
+                f"{text}: besides x, (model-size vectors per client, on the server, scalars per "
+                f"client) {paper}; the value is the vectors for N = {MEMORY_CLIENTS} clients",
+                float(paper[0] * MEMORY_CLIENTS + paper[1]),
+                float(per * MEMORY_CLIENTS + server),
+                f"ours (per client, on the server, scalars per client) = ({per:g}, {server:g}, "
+                f"{scalars:g}), counted in the state that the implementation every run uses "
+                "checkpoints (per-client tables and single vectors; the simulation keeps both "
+                "in one process)",
+                "held" if ours == tuple(float(v) for v in paper) else "not held",
+                _NOTEBOOK["main"],
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # Claims (i)-(v) and (viii): the cached panels of notebooks 15-17
 
 
@@ -390,7 +517,7 @@ def _compact(numbers: str) -> str:
 
 def _judged(row) -> tuple[float | None, str]:
     """(share of parts held, "k/n parts held: numbers") of a claim's row of a
-    :func:`~aoi_fl.fedsum.results.long_claims` table."""
+    :func:`~aoi_fl.fedsum.results.all_claims` table."""
     held, parts = map(int, row["parts held"].split("/"))
     share = held / parts if parts else None
     return share, f"{row['parts held']} parts held: {_compact(row['numbers'])}"
@@ -412,11 +539,11 @@ def budget_verdict(criterion: str, rounds: int) -> str:
 
 def cnn_verdicts(summaries: Sequence[fx.RunSummary], figure: str, profile: str) -> pd.DataFrame:
     """The claims of :data:`CLAIMS` that the CNN panel ``figure`` of notebooks 15-16 tests,
-    from its ``summaries``: :func:`~aoi_fl.fedsum.results.long_claims` (criterion, numbers,
+    from its ``summaries``: :func:`~aoi_fl.fedsum.results.all_claims` (criterion, numbers,
     parts held, its verdict as "by the criterion") over the last ``LAST["cnn"]`` evaluations,
     the panel's rounds and the verdict, :func:`budget_verdict`."""
     rounds = fx.profile_settings(profile)["rounds"][figure]
-    table = fr.long_claims(summaries, last=LAST["cnn"][profile])
+    table = fr.all_claims(summaries, last=LAST["cnn"][profile])
     table = table.loc[[c for c, (panel, _, _) in CLAIMS.items() if panel == figure]]
     table = table.rename(columns={"verdict": "by the criterion"})
     table["rounds"] = rounds
@@ -435,7 +562,7 @@ def cnn_line(claim: str, row: Any) -> str:
 
 def cnn_claims(profile: str = "cpu", results_dir: str = "results") -> list[Claim]:
     """Claims (i)-(v) and (viii) on the paper's CNN (notebooks 15-16, MNIST) by the criteria
-    of :data:`~aoi_fl.fedsum.results.CLAIM_CRITERIA`, one panel per claim as the notebooks
+    of :data:`~aoi_fl.fedsum.results.ALL_CRITERIA`, one panel per claim as the notebooks
     run them (:func:`cnn_verdicts`); short of the paper's T = 2000 "inconclusive at this
     budget"."""
     settings = fx.profile_settings(profile)
@@ -462,7 +589,7 @@ def cnn_claims(profile: str = "cpu", results_dir: str = "results") -> list[Claim
                 f"{_key(claim)}.cnn",
                 f"{ref}, claim {claim}",
                 f"{text} (paper's MNIST CNN, T = {PAPER_ROUNDS}; ours {rounds} rounds; "
-                f"criterion: {fr.CLAIM_CRITERIA[claim]})",
+                f"criterion: {fr.ALL_CRITERIA[claim]})",
                 None,
                 ours,
                 spread,
@@ -477,8 +604,8 @@ def cnn_claims(profile: str = "cpu", results_dir: str = "results") -> list[Claim
 def unmet_conditions(claim: str, profile: str) -> list[str]:
     """The conditions of the paper's ``claim`` that the long-horizon panel of ``profile`` does
     not meet: the paper's MNIST CNN (every claim is read off figures of CNNs, Sec. 5 and
-    App. H) and, for (v), App. H.5's constant eta_l = 0.1 (the panel keeps Sec. 5's decaying
-    schedule)."""
+    App. H; the delay claims' only experiments are Figs 9, 10 and 14, of the CNN too) and, for
+    (v), App. H.5's constant eta_l = 0.1 (the panel keeps Sec. 5's decaying schedule)."""
     unmet = []
     model = fx.LONG_MODELS[profile]["name"]
     if model != fx.MODELS["mnist"]:
@@ -490,12 +617,12 @@ def unmet_conditions(claim: str, profile: str) -> list[str]:
 
 def long_verdicts(summaries: Sequence[fx.RunSummary], profile: str) -> pd.DataFrame:
     """The claims of :data:`CLAIMS` on the long-horizon panel's ``summaries`` (notebook 17):
-    :func:`~aoi_fl.fedsum.results.long_claims` (criterion, numbers, parts held, its verdict as
+    :func:`~aoi_fl.fedsum.results.all_claims` (criterion, numbers, parts held, its verdict as
     "by the criterion") over the last ``LAST["long"]`` evaluations, the conditions of the claim
     the panel does not meet (:func:`unmet_conditions`, "; "-joined) and the verdict: the
     criterion's where it meets them all, else "inconclusive at this budget" (a plain
     "inconclusive", runs missing or diverged, stays)."""
-    table = fr.long_claims(summaries, last=LAST["long"][profile]).loc[list(CLAIMS)]
+    table = fr.all_claims(summaries, last=LAST["long"][profile]).loc[list(CLAIMS)]
     table = table.rename(columns={"verdict": "by the criterion"})
     table["unmet"] = ["; ".join(unmet_conditions(claim, profile)) for claim in table.index]
     table["verdict"] = [
@@ -515,10 +642,43 @@ def long_line(claim: str, row: Any) -> str:
     )
 
 
+def p_grid_speed(summaries: Sequence[fx.RunSummary], last: int) -> str:
+    """What the endpoint of claim (iv) misses on a p grid's ``summaries``: within a seed, the
+    span over the grid of FedSUM's final training loss (the criterion's measure, the mean of
+    the last ``last`` evaluations) and of its horizon mean (the speed measure; row
+    ``fedsum.claim_delays.p`` judges it), the horizon mean per p and seed, and whether that of
+    the smallest p lies above that of every larger p in every seed; "" without a grid."""
+    groups = fr.group(summaries)
+    grid = sorted(
+        (float(p[2:]), runs)
+        for (p, a), runs in groups.items()
+        if p.startswith("p=") and a == "fedsum"
+    )
+    if len(grid) < 2:
+        return ""
+    # [p][seed]
+    final = np.array([[fr.final_value(r, "train_loss", last) for r in runs] for _, runs in grid])
+    means = np.array([[fr.horizon(r, "train_loss") for r in runs] for _, runs in grid])
+    rest = means[1:]
+    by_p = ", ".join(
+        f"p = {p:g} " + "/".join(f"{v:.4f}" for v in m)
+        for (p, _), m in zip(grid, means, strict=True)
+    )
+    return (
+        f"; within a seed the final training loss spans at most {np.ptp(final, axis=0).max():.1g} "
+        f"over the grid, its horizon mean (the speed measure) up to "
+        f"{np.ptp(means, axis=0).max():.1g}: {by_p} per seed, so the horizon mean "
+        + ("separates" if means[0].min() > rest.max() else "does not separate")
+        + f" p = {grid[0][0]:g} ({means[0].min():.4f}-{means[0].max():.4f}) from p >= "
+        f"{grid[1][0]:g} ({rest.min():.4f}-{rest.max():.4f})"
+    )
+
+
 def long_claims(profile: str = "cpu", results_dir: str = "results") -> list[Claim]:
-    """Claims (i)-(v) and (viii) at the paper's horizon T = 2000 (notebook 17's panel:
-    ``long``, ``long_cases``, ``long_p_grid``), with the verdict notebook 17 prints
-    (:func:`long_verdicts`, :func:`long_line`)."""
+    """Claims (i)-(v) and (viii), (cr) and the delay claims at the paper's horizon T = 2000
+    (notebook 17's panel: ``long``, ``long_cases``, ``long_p_grid``), with the verdict notebook
+    17 prints (:func:`long_verdicts`, :func:`long_line`); claim (iv)'s spread adds what its
+    endpoint misses (:func:`p_grid_speed`)."""
     found, missing, planned = _panel(fx.LONG_FIGURES, profile, results_dir)
     table = long_verdicts(found, profile) if found and not missing else None
     model = fx.LONG_MODELS[profile]["name"].replace("_", " ")
@@ -533,6 +693,7 @@ def long_claims(profile: str = "cpu", results_dir: str = "results") -> list[Clai
             spread = (
                 f"{s['seeds']} paired seeds; {unmet}by the criterion {row['by the criterion']}, "
                 + numbers
+                + (p_grid_speed(found, LAST["long"][profile]) if claim == "(iv)" else "")
             )
             verdict = row["verdict"]
         out.append(
@@ -540,7 +701,7 @@ def long_claims(profile: str = "cpu", results_dir: str = "results") -> list[Clai
                 f"{_key(claim)}.long",
                 f"{ref}, claim {claim}",
                 f"{text} (ours: MNIST, {model}, T = {s['rounds']}; criterion: "
-                f"{fr.CLAIM_CRITERIA[claim]})",
+                f"{fr.ALL_CRITERIA[claim]})",
                 None,
                 ours,
                 spread,
@@ -634,6 +795,7 @@ def claims(
         delay_claims(profile)
         + [tau_claim(profile)]
         + communication_claims()
+        + memory_claims()
         + cnn_claims(profile, results_dir)
         + long_claims(profile, results_dir)
         + unrun_claims(data_root)
@@ -673,31 +835,20 @@ UNTESTED: tuple[Untested, ...] = (
         "a claim of priority over the literature, not a result a run can test",
     ),
     _untested(
-        "Sec. 1.1, second contribution; Sec. 3.3, comparison of the family",
-        "FedSUM has SCAFFOLD's memory cost; FedSUM-CR needs extra client memory (z_i) to save "
-        "the downlink of y",
-        "our simulation keeps every client's state in tables of one process, so client and "
-        "server memory are not separate quantities to measure; the communication half of the "
-        "statement has rows fedsum.comm.*",
-    ),
-    _untested(
-        "Sec. 1.2",
-        "other methods' assumptions and costs (bounded inactive periods of MIFA and FedLaAvg, "
-        "server tables of MIFA and FedVARP growing with N, SCAFFOLD costing more than FedAvg)",
+        "Sec. 1, third paragraph; Sec. 1.2",
+        "other methods' results, assumptions and costs (FedAvg's effectiveness limited under "
+        "heterogeneous data and partial participation, bounded inactive periods of MIFA and "
+        "FedLaAvg, server tables of MIFA and FedVARP growing with N, SCAFFOLD costing more "
+        "than FedAvg)",
         "results of the cited papers, not of this one (SCAFFOLD's and FedAvg's vectors per "
-        "round are rows fedsum.comm.scaffold and fedsum.comm.fedavg)",
+        "round are rows fedsum.comm.scaffold and fedsum.comm.fedavg, SCAFFOLD's memory row "
+        "fedsum.memory.scaffold)",
     ),
     _untested(
         "Sec. 2.2, eq. 4; App. F, first paragraph; Lemma B.2",
         "tau_avg <= tau_max, and every client takes part in every window of tau_max + 1 rounds",
         "consequences of the definitions (a mean is at most the maximum; eq. 4), true of every "
         "trace; nothing to measure",
-    ),
-    _untested(
-        "Remark 2.1; Remark 4.1",
-        "smaller delays (more frequent participation) give faster convergence",
-        "the reading of Thm 4.1's bound; its experimental counterpart is claim (iv), rows "
-        "fedsum.claim_iv.* (Fig. 10)",
     ),
     _untested(
         "Sec. 3.1, after eq. 7",
@@ -751,13 +902,6 @@ UNTESTED: tuple[Untested, ...] = (
         "FedSUM's lead comes from the uplink merge together with the correction direction",
         "a causal attribution: neither the paper nor this project runs an ablation that "
         "removes one of the two",
-    ),
-    _untested(
-        "Sec. 5, paragraph on Fig. 1(b)",
-        "FedSUM-CR keeps FedSUM's performance while sending less",
-        "its per-round side is claim (i) (both against the baselines) and claim (v) "
-        "(FedSUM-CR against FedSUM, Fig. 11); its per-vector side is claim (ii): rows "
-        "fedsum.claim_i.*, fedsum.claim_ii.*, fedsum.claim_v.*",
     ),
     _untested(
         "App. H.2, hyper-parameters",

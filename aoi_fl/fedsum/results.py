@@ -168,7 +168,9 @@ def head_to_head(
 # ---------------------------------------------------------------------------------------------
 # Claims of the long-horizon panel (issue 13), each with its criterion fixed before any run;
 # the speed measures of (i)-(ii), the scope of (ii) and the non-inferiority margins of (v) and
-# (viii) fixed in issue 27 before the measures were computed
+# (viii) fixed in issue 27 before the measures were computed; (cr) (claim (v)'s margins on
+# Fig. 1's runs) and the delay claims (horizon means against tau_avg, claim (iv)'s pass mark)
+# added after an independent review, their rules fixed before their values were computed
 
 #: the pass mark of claim (iii): FedSUM's final test accuracy over Cases 1-4 spans at most this
 CASES_SPREAD = 0.05
@@ -182,6 +184,13 @@ P_GRID_RHO = 0.8
 NONINFERIORITY_MARGIN = {"train_loss": 0.01, "test_accuracy": 0.01}
 #: the metrics every comparison of a claim is made on
 CLAIM_METRICS = ("train_loss", "test_accuracy")
+#: the delay claims' pass mark (Sec. 1.1, Sec. 4, Remarks 2.1 and 4.1; fixed before their
+#: measures were computed): |Spearman rho| between a run's tau_avg and FedSUM's horizon means,
+#: right sign, as claim (iv)'s :data:`P_GRID_RHO`
+DELAY_RHO = P_GRID_RHO
+#: the participation patterns of Figs 9 and 14 (Cases 1-4, biased sampling), under which the
+#: delay claim ``(delays.patterns)`` orders FedSUM's runs by tau_avg
+DELAY_PATTERNS = ("P1", "P2", "cyclic", "reshuffled", "biased")
 
 #: the criterion of each claim (as notebooks 15-17 state the claims), fixed in code. Each claim
 #: is made of parts (one comparison on one measure, e.g. FedSUM against the best baseline in the
@@ -218,6 +227,27 @@ CLAIM_CRITERIA = {
     "lower final training loss and a higher final test accuracy than FedAvg under biased "
     "sampling",
 }
+#: the claims added after an independent review (their rules fixed before their values were
+#: computed), judged like those of :data:`CLAIM_CRITERIA` on the same panels: (cr), the sentence
+#: of Sec. 5 on Fig. 1(b) that FedSUM-CR keeps FedSUM's performance, with claim (v)'s margins on
+#: Fig. 1's runs; the delay claims of Sec. 1.1, Remarks 2.1 and 4.1 and Sec. 4 (tau_max and
+#: tau_avg quantify participation's impact on convergence; smaller delays, faster convergence),
+#: read as an order of FedSUM's speed (the horizon mean) by tau_avg, with claim (iv)'s pass mark
+ADDED_CRITERIA = {
+    "(cr)": "FedSUM-CR keeps FedSUM's performance (non-inferiority, Fig. 1's runs): per pattern "
+    "(P1-P3) and metric, the 95% t interval of how much worse FedSUM-CR ends than FedSUM lies "
+    "below the margins of (v) (not held: above them)",
+    "(delays.patterns)": "the delay metrics capture the participation pattern's impact on "
+    "convergence: over Cases 1-4 and biased sampling (FedSUM, one schedule), per seed the "
+    "Spearman rho between each run's tau_avg and the horizon mean of its training loss, and "
+    "minus that of its test accuracy (signed: positive when a smaller tau_avg converges faster), "
+    f"lies above {DELAY_RHO} (needs all five patterns; not held: below 0)",
+    "(delays.p)": "smaller delays give faster convergence: the same rank correlation between "
+    "tau_avg and FedSUM's horizon means over the Bernoulli p grid of Fig. 10 (constant "
+    f"eta_l = 0.01), above {DELAY_RHO} (not held: below 0)",
+}
+#: every criterion: :data:`CLAIM_CRITERIA` and :data:`ADDED_CRITERIA` (:func:`all_claims`)
+ALL_CRITERIA = {**CLAIM_CRITERIA, **ADDED_CRITERIA}
 #: the confidence level of the paired t interval that judges each part of a claim
 LEVEL = 0.95
 VERDICTS = ("held", "not held", "inconclusive at this budget", "inconclusive")
@@ -414,14 +444,16 @@ def _faster_per_vector(
     return out
 
 
-def _family_not_worse(groups: dict, pattern: str, final) -> list:
-    """Claim (v)'s parts under ``pattern``: FedSUM-B and FedSUM-CR against FedSUM, by
-    :func:`not_worse` of the final metrics."""
+def _family_not_worse(
+    groups: dict, pattern: str, final, candidates: Sequence[str] = ("fedsum_b", "fedsum_cr")
+) -> list:
+    """Claim (v)'s parts under ``pattern`` (claim (cr)'s with ``candidates`` FedSUM-CR only):
+    each candidate against FedSUM, by :func:`not_worse` of the final metrics."""
     if (pattern, "fedsum") not in groups:
         return []
     reference = groups[(pattern, "fedsum")]
     out = []
-    for cand in ("fedsum_b", "fedsum_cr"):
+    for cand in candidates:
         if (pattern, cand) not in groups:
             continue
         runs = groups[(pattern, cand)]
@@ -511,11 +543,75 @@ def _across_cases(groups: dict, final) -> tuple[list, list]:
     return robust, unhurt
 
 
+def _rho_verdict(rho: Sequence[float], bound: float) -> tuple[str, str]:
+    """(verdict, text) of a signed rank correlation per seed: "held" when its interval lies
+    above ``bound``, "not held" when below 0 (the wrong sign), else "inconclusive at this
+    budget" (:func:`part_verdict`)."""
+    above, text = part_verdict(rho, bound)
+    sign_of, _ = part_verdict(rho)
+    if above == "held":
+        return "held", text
+    return ("not held" if sign_of == "not held" else "inconclusive at this budget"), text
+
+
+def _signed_rho(x: Sequence[float], y: Sequence[float], sign: float) -> float:
+    """``sign`` times Spearman's rho of ``x`` and ``y``; NaN where either is constant (no
+    order to correlate)."""
+    from scipy import stats
+
+    if np.ptp(np.asarray(x, dtype=float)) == 0 or np.ptp(np.asarray(y, dtype=float)) == 0:
+        return float("nan")
+    return float(sign * stats.spearmanr(x, y).statistic)
+
+
+def _faster_with_smaller_delays(groups: dict, labels: Sequence[str], family: str) -> list:
+    """The delay claims' parts: over FedSUM's runs under the patterns ``labels`` (all needed),
+    per seed and metric, the signed Spearman rho between each run's tau_avg and the
+    :func:`horizon` mean of the metric (positive: a smaller tau_avg converges faster), judged
+    by :func:`_rho_verdict` against :data:`DELAY_RHO`. The text lists tau_avg and the horizon
+    means per pattern (means over seeds), by increasing tau_avg."""
+    present = [p for p in labels if (p, "fedsum") in groups]
+    if not present:
+        return []
+    missing = [p for p in labels if p not in present]
+    if missing or len(present) < 3:
+        note = f"{family}: FedSUM under {', '.join(present)} only"
+        return [("inconclusive", note + (f" (missing: {', '.join(missing)})" if missing else ""))]
+    by_label = {p: {r.planned.seed: r for r in groups[(p, "fedsum")]} for p in present}
+    seeds = sorted(set.intersection(*(set(v) for v in by_label.values())))
+    runs = [by_label[p][s] for p in present for s in seeds]
+    tau = {p: np.mean([by_label[p][s].tau_avg for s in seeds]) for p in present}
+    order = sorted(present, key=lambda p: tau[p])
+    out = []
+    for metric in CLAIM_METRICS:
+        sign = -1.0 if HIGHER_IS_BETTER[metric] else 1.0
+        rho = [
+            _signed_rho(
+                [by_label[p][s].tau_avg for p in present],
+                [horizon(by_label[p][s], metric) for p in present],
+                sign,
+            )
+            for s in seeds
+        ]
+        verdict, text = _rho_verdict(rho, DELAY_RHO)
+        listed = ", ".join(
+            f"{p} {tau[p]:.3g}: {np.mean([horizon(by_label[p][s], metric) for s in seeds]):.5g}"
+            for p in order
+        )
+        out.append(
+            _unless_diverged(
+                verdict,
+                f"{family}, {metric} horizon mean against tau_avg (tau_avg: horizon mean, "
+                f"{listed}): signed Spearman rho (claim: above {DELAY_RHO:g}): {text}",
+                runs,
+            )
+        )
+    return out
+
+
 def _p_grid(groups: dict, final) -> list:
     """Claim (iv)'s parts: the signed Spearman rho between p and FedSUM's final metrics over
     the "p=..." patterns, per seed; held above :data:`P_GRID_RHO`, not held below 0."""
-    from scipy import stats
-
     grid = sorted(
         (float(p[2:]), runs)
         for (p, a), runs in groups.items()
@@ -528,19 +624,11 @@ def _p_grid(groups: dict, final) -> list:
     for metric in CLAIM_METRICS:
         sign = 1.0 if HIGHER_IS_BETTER[metric] else -1.0
         rho = [
-            sign * stats.spearmanr(ps, [final(runs[i], metric) for _, runs in grid]).statistic
+            _signed_rho(ps, [final(runs[i], metric) for _, runs in grid], sign)
             for i in range(len(grid[0][1]))
         ]
         # held: the interval above P_GRID_RHO; not held: below 0 (the wrong sign)
-        above, text = part_verdict(rho, P_GRID_RHO)
-        sign_of, _ = part_verdict(rho)
-        verdict = (
-            "held"
-            if above == "held"
-            else "not held"
-            if sign_of == "not held"
-            else "inconclusive at this budget"
-        )
+        verdict, text = _rho_verdict(rho, P_GRID_RHO)
         out.append(
             _unless_diverged(
                 verdict,
@@ -551,15 +639,10 @@ def _p_grid(groups: dict, final) -> list:
     return out
 
 
-def long_claims(
-    summaries: Iterable[Any], last: int = 1, baselines: Sequence[str] | None = None
-) -> pd.DataFrame:
-    """The claims (i)-(v) and (viii) checked on a panel's runs: per claim its criterion
-    (:data:`CLAIM_CRITERIA`), our numbers (per part: what is compared and on which measure,
-    in how many seeds the paired margin lies on the claim's side, its mean and 95% t interval,
-    :func:`part_verdict`, and the part's verdict), the parts held and the verdict
-    (:func:`combine_verdicts`). Final values are means over the last ``last`` evaluations;
-    ``baselines`` defaults to the six baselines of the paper."""
+def _claim_parts(
+    summaries: Iterable[Any], last: int, baselines: Sequence[str] | None
+) -> dict[str, list[tuple[str, str]]]:
+    """Every claim's parts (verdict, text) on a panel's runs (:data:`ALL_CRITERIA`)."""
     from aoi_fl.fedsum.experiments import BASELINES, MAIN_ALGORITHMS, MAIN_PATTERNS
 
     baselines = list(BASELINES if baselines is None else baselines)
@@ -568,16 +651,25 @@ def long_claims(
     def final(run: Any, metric: str) -> float:
         return final_value(run, metric, last)
 
-    parts: dict[str, list[tuple[str, str]]] = {c: [] for c in CLAIM_CRITERIA}
+    parts: dict[str, list[tuple[str, str]]] = {c: [] for c in ALL_CRITERIA}
     for pattern in [p for p in MAIN_PATTERNS if any(k[0] == p for k in groups)]:
         parts["(i)"] += _faster_and_steadier(groups, pattern, baselines)
         parts["(ii)"] += _faster_per_vector(groups, pattern, baselines, MAIN_ALGORITHMS)
         parts["(v)"] += _family_not_worse(groups, pattern, final)
+        parts["(cr)"] += _family_not_worse(groups, pattern, final, ("fedsum_cr",))
     parts["(iii)"], parts["(viii)"] = _across_cases(groups, final)
     parts["(iv)"] = _p_grid(groups, final)
+    parts["(delays.patterns)"] = _faster_with_smaller_delays(groups, DELAY_PATTERNS, "patterns")
+    grid = sorted(
+        (p for p, a in groups if p.startswith("p=") and a == "fedsum"), key=lambda p: float(p[2:])
+    )
+    parts["(delays.p)"] = _faster_with_smaller_delays(groups, grid, "p grid")
+    return parts
 
+
+def _claim_table(parts: dict[str, list[tuple[str, str]]], criteria: dict[str, str]) -> pd.DataFrame:
     out = []
-    for claim, criterion in CLAIM_CRITERIA.items():
+    for claim, criterion in criteria.items():
         verdicts = [v for v, _ in parts[claim]]
         numbers = "; ".join(f"{text} ({v})" for v, text in parts[claim])
         out.append(
@@ -590,3 +682,25 @@ def long_claims(
             }
         )
     return pd.DataFrame(out).set_index("claim")
+
+
+def long_claims(
+    summaries: Iterable[Any], last: int = 1, baselines: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """The claims (i)-(v) and (viii) checked on a panel's runs: per claim its criterion
+    (:data:`CLAIM_CRITERIA`), our numbers (per part: what is compared and on which measure,
+    in how many seeds the paired margin lies on the claim's side, its mean and 95% t interval,
+    :func:`part_verdict`, and the part's verdict), the parts held and the verdict
+    (:func:`combine_verdicts`). Final values are means over the last ``last`` evaluations;
+    ``baselines`` defaults to the six baselines of the paper. :func:`all_claims` adds the
+    claims of :data:`ADDED_CRITERIA`."""
+    return _claim_table(_claim_parts(summaries, last, baselines), CLAIM_CRITERIA)
+
+
+def all_claims(
+    summaries: Iterable[Any], last: int = 1, baselines: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """:func:`long_claims` with the claims of :data:`ADDED_CRITERIA` after those of
+    :data:`CLAIM_CRITERIA`: (cr) and the delay claims, each on the runs it needs (a claim with
+    none in the panel says so)."""
+    return _claim_table(_claim_parts(summaries, last, baselines), ALL_CRITERIA)

@@ -3,6 +3,7 @@ claims (speed measures, the scope of (ii), non-inferiority, divergence, the cond
 must meet) on constructed runs whose answer is known, rows without cached runs, and the rows of
 the committed cache."""
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -189,6 +190,104 @@ def test_claim_v_comparable_is_non_inferiority_within_the_stated_margins():
     assert text.startswith("test_accuracy deficit (claim: below 0.01): ")
 
 
+def test_claim_cr_is_fedsum_cr_against_fedsum_within_claim_vs_margins():
+    # FedSUM-CR 1e-4 behind FedSUM in accuracy, level in loss: within the margins of (v)
+    seeds = (0, 1, 2)
+    runs = [
+        run("P1", a, s, [0.1] * 6 + [acc], [2.3] * 6 + [0.3 + 1e-5 * s])
+        for s in seeds
+        for a, acc in (("fedsum", 0.9), ("fedsum_cr", 0.9 - 1e-4), ("fedsum_b", 0.5))
+    ]
+    table = fr.all_claims(runs)
+    # the added claims come after the six of CLAIM_CRITERIA, which long_claims keeps to
+    assert list(table.index) == [*fr.CLAIM_CRITERIA, "(cr)", "(delays.patterns)", "(delays.p)"]
+    assert list(fr.long_claims(runs).index) == list(fr.CLAIM_CRITERIA)
+    # FedSUM-B, far behind, is no part of (cr), which compares FedSUM-CR only
+    assert table.loc["(cr)", "verdict"] == "held" and table.loc["(cr)", "parts held"] == "2/2"
+    assert "fedsum_b" not in table.loc["(cr)", "numbers"]
+    assert table.loc["(v)", "verdict"] == "not held"
+    # FedSUM-CR 2% higher in loss and 2 points lower in accuracy in every seed: not held
+    worse = [
+        run("P1", a, s, [0.1] * 6 + [acc], [2.3] * 6 + [loss + 1e-5 * s])
+        for s in seeds
+        for a, acc, loss in (("fedsum", 0.9, 0.3), ("fedsum_cr", 0.88, 0.306))
+    ]
+    table = fr.all_claims(worse)
+    assert table.loc["(cr)", "verdict"] == "not held"
+    assert table.loc["(cr)", "numbers"].count("(not held)") == 2
+
+
+def ramp(k):
+    """Test accuracy reaching 0.9 at the (k + 1)-th evaluation, then flat: every ramp ends at
+    0.9, a larger k gets there later (lower horizon mean)."""
+    return [min(0.9, 0.1 + 0.8 * i / (k + 1)) for i in range(len(ROUNDS))]
+
+
+def delayed(labels, taus, slow_first=False, seeds=(0, 1, 2), ranks=None):
+    """FedSUM under each pattern of ``labels`` with its trace's tau_avg from ``taus``; the
+    pattern with the k-th smallest tau_avg ramps as ``ramp(k)`` (``slow_first``: reversed;
+    ``ranks``: each pattern's k, whatever its tau_avg)."""
+    order = np.argsort(np.argsort(taus)) if ranks is None else np.asarray(ranks)
+    if slow_first:
+        order = len(taus) - 1 - order
+    return [
+        dataclasses.replace(
+            run(label, "fedsum", seed, np.asarray(ramp(k)) + 1e-4 * seed), tau_avg=tau
+        )
+        for seed in seeds
+        for label, tau, k in zip(labels, taus, order, strict=True)
+    ]
+
+
+def test_the_delay_claims_judge_speed_against_tau_avg_and_can_fail():
+    labels, taus = fr.DELAY_PATTERNS, (20.0, 21.0, 4.0, 6.0, 35.0)
+    assert labels == ("P1", "P2", "cyclic", "reshuffled", "biased")
+    # a smaller tau_avg converges faster; every run ends at 0.9 (the endpoint: a tie)
+    table = fr.all_claims(delayed(labels, taus))
+    assert table.loc["(delays.patterns)", "verdict"] == "held"
+    assert table.loc["(delays.patterns)", "parts held"] == "2/2"
+    numbers = table.loc["(delays.patterns)", "numbers"]
+    assert "mean +1, 95% t interval [+1, +1]" in numbers
+    # listed by increasing tau_avg: cyclic first, biased last
+    assert numbers.index("cyclic 4:") < numbers.index("reshuffled 6:") < numbers.index("biased 35:")
+    # the fastest where tau_avg is largest: the wrong sign, not held
+    table = fr.all_claims(delayed(labels, taus, slow_first=True))
+    assert table.loc["(delays.patterns)", "verdict"] == "not held"
+    assert table.loc["(delays.patterns)", "numbers"].count("(not held)") == 2
+    # a weak order decides nothing: the runs ranked by speed P1 2, P2 3, cyclic 0, reshuffled 1,
+    # biased 4 but by tau_avg 2, 3, 0, 4, 1: rho = 1 - 6 (9 + 9) / (5 (25 - 1)) = 0.1 in every
+    # seed, between 0 and the pass mark 0.8
+    weak = fr.all_claims(delayed(labels, (20.0, 21.0, 4.0, 35.0, 6.0), ranks=(2, 3, 0, 1, 4)))
+    assert weak.loc["(delays.patterns)", "verdict"] == "inconclusive at this budget"
+    assert "mean +0.1, 95% t interval [+0.1, +0.1]" in weak.loc["(delays.patterns)", "numbers"]
+    # a pattern missing: inconclusive
+    some = [r for r in delayed(labels, taus) if r.planned.pattern != "biased"]
+    table = fr.all_claims(some)
+    assert table.loc["(delays.patterns)", "verdict"] == "inconclusive"
+    assert "(missing: biased)" in table.loc["(delays.patterns)", "numbers"]
+    # the p grid: tau_avg falls as p grows; faster with larger p held, slower not held
+    grid = ("p=0.05", "p=0.1", "p=0.2", "p=0.5", "p=1")
+    grid_taus = (100.0, 50.0, 22.0, 7.0, 0.0)
+    assert fr.all_claims(delayed(grid, grid_taus)).loc["(delays.p)", "verdict"] == "held"
+    slow = fr.all_claims(delayed(grid, grid_taus, slow_first=True))
+    assert slow.loc["(delays.p)", "verdict"] == "not held"
+    # the delay claims ignore the endpoint: claim (iv) (final values) sees a tie, no order
+    assert slow.loc["(iv)", "verdict"] != "not held"
+
+
+def test_the_p_grid_speed_note_says_what_the_endpoint_misses():
+    grid = ("p=0.05", "p=0.1", "p=0.2")
+    runs = delayed(grid, (100.0, 50.0, 22.0), seeds=(0, 1))
+    note = fc.p_grid_speed(runs, last=1)
+    # the final values tie within a seed; p = 0.05 ramps last, so its loss's horizon mean is
+    # the highest in both seeds
+    assert note.startswith("; within a seed the final training loss spans at most 0 over the grid")
+    assert "so the horizon mean separates p = 0.05 (" in note and "from p >= 0.1 (" in note
+    swapped = delayed(grid, (22.0, 50.0, 100.0), seeds=(0, 1))
+    assert "does not separate p = 0.05" in fc.p_grid_speed(swapped, last=1)
+    assert fc.p_grid_speed(delayed(fr.DELAY_PATTERNS[:2], (1.0, 2.0)), last=1) == ""
+
+
 def test_a_comparison_with_a_diverged_run_is_inconclusive_never_held():
     base = {"fedsum": FAST, "fedsum_cr": FAST, **{b: WAVERING for b in fx.BASELINES}}
     runs = panel(base)
@@ -217,6 +316,9 @@ def test_a_long_row_is_decided_only_under_the_claims_conditions():
     assert fc.unmet_conditions("(i)", "cpu") == ["logistic regression, not the paper's CNN"]
     assert fc.unmet_conditions("(i)", "paper") == []
     assert fc.unmet_conditions("(v)", "paper") == ["eta_l decaying, not App. H.5's constant 0.1"]
+    for claim in ("(cr)", "(delays.patterns)", "(delays.p)"):
+        assert fc.unmet_conditions(claim, "cpu") == ["logistic regression, not the paper's CNN"]
+        assert fc.unmet_conditions(claim, "paper") == []
     runs = panel({"fedsum": FAST, "fedsum_cr": FAST, **{b: WAVERING for b in fx.BASELINES}})
     cpu, paper = fc.long_verdicts(runs, "cpu"), fc.long_verdicts(runs, "paper")
     assert cpu.loc["(i)", "by the criterion"] == paper.loc["(i)", "verdict"] == "held"
@@ -246,6 +348,32 @@ def test_the_communication_rows_read_the_implementations_and_can_fail(monkeypatc
     assert row.verdict == "not held" and row.ours == 4.0
 
 
+def test_the_memory_rows_count_the_implementations_state_and_can_fail(monkeypatch):
+    rows = {c.key: c for c in fc.memory_claims()}
+    assert {k: (c.paper_value, c.ours, c.verdict) for k, c in rows.items()} == {
+        "fedsum.memory.fedsum_b": (101.0, 101.0, "held"),
+        "fedsum.memory.fedsum": (101.0, 101.0, "held"),
+        "fedsum.memory.fedsum_cr": (201.0, 201.0, "held"),
+        "fedsum.memory.scaffold": (101.0, 101.0, "held"),
+    }
+    # FedSUM's memory is SCAFFOLD's; FedSUM-CR keeps one more vector and one scalar per client
+    assert fc.memory_count("fedsum") == fc.memory_count("scaffold") == (1.0, 1.0, 0.0)
+    assert fc.memory_count("fedsum_cr") == (2.0, 1.0, 1.0)
+    assert rows["fedsum.memory.fedsum_cr"].spread.startswith("ours (per client, on the server, ")
+    # FedSUM-CR without its z_i table would keep what FedSUM keeps: not held
+    from aoi_fl.fedsum.algorithms import FedSUM, FedSUMCR
+
+    monkeypatch.setattr(FedSUMCR, "state_dict", FedSUM.state_dict)
+    row = next(c for c in fc.memory_claims() if c.key == "fedsum.memory.fedsum_cr")
+    assert row.verdict == "not held" and row.ours == 101.0
+    # a state the count cannot place is an error, not a guess
+    import torch
+
+    monkeypatch.setattr(FedSUM, "state_dict", lambda self: {"odd": torch.zeros(5)})
+    with pytest.raises(ValueError, match="fedsum: state 'odd' of shape \\(5,\\) is not countable"):
+        fc.memory_count("fedsum")
+
+
 def test_the_tau_row_checks_that_delays_fall_as_p_grows(monkeypatch):
     row = fc.tau_claim("smoke")  # p = 0.2, 0.5 on N = 100 clients, 200 rounds, 2 seeds
     assert row.verdict == "held" and row.spread.startswith("both fall in 2/2 seeds")
@@ -271,7 +399,7 @@ def test_every_untested_statement_is_fedsums_and_names_rows_that_exist(tmp_path)
 
 def test_without_cached_runs_every_training_row_is_inconclusive_and_says_why(tmp_path):
     rows = fc.cnn_claims("smoke", str(tmp_path)) + fc.long_claims("smoke", str(tmp_path))
-    assert len(rows) == 12
+    assert len(rows) == 2 * len(fc.CLAIMS) == 18
     for c in rows:
         assert c.verdict == "inconclusive", c
         assert re.fullmatch(r"(\d+) of \1 runs not cached", c.spread), c.spread
@@ -305,8 +433,9 @@ def committed():
 def test_every_claim_and_every_app_f_bound_has_a_row(committed):
     assert all(k.startswith("fedsum.") for k in committed)
     assert {c.verdict for c in committed.values()} <= set(VERDICTS)
-    for claim in ("i", "ii", "iii", "iv", "v", "vi", "vii", "viii"):
+    for claim in ("i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "cr", "delays"):
         assert any(k.startswith(f"fedsum.claim_{claim}.") for k in committed), claim
+    assert all(committed[f"fedsum.memory.{a}"].verdict == "held" for a in fc.PAPER_MEMORY)
     n, s, t = 100, 20, 2000
     assert committed["fedsum.lemf1.p1"].paper_value == delays.uniform_bound(n, s, t)
     assert committed["fedsum.lemf2.p2"].paper_value == delays.bernoulli_bound(0.2, n, t)
@@ -333,6 +462,9 @@ def test_the_committed_verdicts_are_the_notebooks(committed):
         "iv": "inconclusive at this budget, 0/2",
         "v": "held, 12/12",
         "viii": "held, 4/4",
+        "cr": "held, 6/6",
+        "delays.patterns": "inconclusive at this budget, 0/2",
+        "delays.p": "inconclusive at this budget, 0/2",
     }
     for claim, criterion in by_criterion.items():
         row = committed[f"fedsum.claim_{claim}.long"]
@@ -343,6 +475,16 @@ def test_the_committed_verdicts_are_the_notebooks(committed):
         # the paper's CNN at 20-40 of its 2000 rounds decides nothing
         assert committed[f"fedsum.claim_{claim}.cnn"].verdict == "inconclusive at this budget"
     assert "not App. H.5's constant 0.1" in committed["fedsum.claim_v.long"].spread
+    assert "not App. H.5" not in committed["fedsum.claim_cr.long"].spread
+    # (iv)'s endpoint has no power on the convex model; the horizon mean separates p = 0.05
+    assert (
+        "so the horizon mean separates p = 0.05 (0.2977-0.2979) from p >= 0.1 (0.2896-0.2923)"
+        in committed["fedsum.claim_iv.long"].spread
+    )
+    # the CNN's FedSUM-CR against FedSUM (Fig. 1's schedule, 40 rounds, 2 seeds)
+    assert "by the criterion inconclusive at this budget, 1/6" in (
+        committed["fedsum.claim_cr.cnn"].spread
+    )
     # (ii) in scope: FedSUM-B is no rival; FedSUM-CR is ahead per vector, FedSUM behind
     ii = committed["fedsum.claim_ii.long"].spread
     assert "fedsum_b" not in ii and ii.count("fedsum_cr vs") == 6
