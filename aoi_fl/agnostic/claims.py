@@ -4,7 +4,8 @@ The paper prints no number for its Figs 1-2, only claims: under M = 10 of N = 10
 from the prior exp(-i/10) (Sec. 4) agnostic FedAvg ends below weighted FedAvg (eq. 10) on both
 tasks, most clearly on the convex linear regression (Fig. 1), and the gap grows with the
 participation skew ||p - 1/N||_1 (Fig. 2); its Sec. 4 calls weighted FedAvg's convergence
-behaviour suboptimal, and Sec. 2 names problem (3) as the one agnostic FedAvg solves. Every
+behaviour suboptimal relative to the objective of problem (3) (the value reached: the Fig. 1
+rows), and Sec. 2 names problem (3) as the one agnostic FedAvg solves. Every
 training row is read from the cached runs of notebooks 09-10 (:func:`experiments.figure1_grid`,
 :func:`experiments.figure2_grid`, :func:`experiments.aoi_policy_grid`) through the tables of
 :mod:`aoi_fl.agnostic.results`; nothing is trained here, and missing runs make a row
@@ -13,13 +14,11 @@ training row is read from the cached runs of notebooks 09-10 (:func:`experiments
 Comparisons between rules take the sign of an interval over seeds
 (:func:`aoi_fl.pipeline.claims.sign_verdict`: "held" above 0, "not held" below, "inconclusive at
 this budget" across it); a pair with a diverged run (the ledger's one rule,
-:func:`aoi_fl.pipeline.claims.diverged`) makes a comparison "inconclusive". The claim on the
-convergence behaviour is judged on the mean loss over the whole run
-(:func:`aoi_fl.pipeline.claims.horizon_mean`, fixed before the curves were compared), not on the
-endpoint. The verdicts on Figs 1-2 are read from the tables notebooks 09-10 print
-(:func:`results.fig1_claims_table`, :func:`results.fig1_contrast_table`,
-:func:`results.trend_table`): one rule, one copy. Statements of the paper that state a result
-but have no row are in :data:`UNTESTED`, with the reason.
+:func:`aoi_fl.pipeline.claims.diverged`) makes a comparison "inconclusive". The verdicts on
+Figs 1-2 are read from the tables notebooks 09-10 print (:func:`results.fig1_claims_table`,
+:func:`results.fig1_contrast_table`, :func:`results.trend_table`): one rule, one copy.
+Statements of the paper that state a result but have no row are in :data:`UNTESTED`, with the
+reason.
 """
 
 from __future__ import annotations
@@ -183,15 +182,12 @@ def _claim1_printed(measure: str, task: str, protocol: str, rule: str) -> str:
     return rf"^{measure}\s+{task}\s+{protocol}\s+{rule}\s.*?\s{VERDICT_GROUP}\s*$"
 
 
-#: the rows of :func:`results.fig1_claims_table` per measure: (key prefix, paper location, claim)
+#: the rows of :func:`results.fig1_claims_table` per measure: (key prefix, paper location, claim).
+#: Only the converged loss: Sec. 4's "clearly suboptimal (relative to the objective of problem
+#: (3))" is about the value reached on (3), which these rows test (an UNTESTED entry says so);
+#: the mean loss over the run (measure "horizon") is ours, printed by notebook 09, not a row
 _FIG1_MEASURES = {
     "converged": ("agnostic.fig1.lower", "Fig. 1", "agnostic FedAvg ends below {rule}"),
-    "horizon": (
-        "agnostic.sec4.convergence",
-        "Sec. 4 (Fig. 1)",
-        "weighted FedAvg's convergence behaviour is suboptimal: {rule} has a higher mean loss "
-        "over the run (speed measure: horizon mean) than agnostic FedAvg",
-    ),
 }
 
 
@@ -212,9 +208,10 @@ def _fig1_read(r: pd.Series) -> tuple:
 
 def figure1_claims(profile: str, figure1: tuple, data_root: str, results_dir: str) -> list[Claim]:
     """Fig. 1: agnostic FedAvg ends lower than each weighted rule (claim 1, every task and
-    protocol of notebook 09), is lower over the whole run (Sec. 4's convergence behaviour, on
-    the horizon mean), its lead is larger on the convex linear regression (claim 2), and it
-    solves problem (3) (Sec. 2)."""
+    protocol of notebook 09; also Sec. 4's "suboptimal relative to the objective of problem
+    (3)"), its lead is larger on the convex linear regression (claim 2: "inconclusive at this
+    budget" while our MNIST model is convex, :func:`results.mnist_model_convex`), and it solves
+    problem (3) (Sec. 2)."""
     configs, results, missing = figure1
     total = len(configs) + missing
     nb = "09_agnostic_vs_weighted"
@@ -262,8 +259,23 @@ def figure1_claims(profile: str, figure1: tuple, data_root: str, results_dir: st
                 f"{r['relative gap MNIST']:+.1%}; Welch 95% interval of the difference "
                 f"[{r['95% low']:+.3f}, {r['95% high']:+.3f}]"
             )
-            if r["verdict"] == "inconclusive":  # an interval, but a pair with a diverged run
+            if r["criterion verdict"] == "inconclusive":  # an interval, but a diverged pair
                 spread += "; a pair has a diverged run: it cannot decide the comparison"
+            if ar.mnist_model_convex():
+                spread += (
+                    f"; by the criterion {r['criterion verdict']}, but our MNIST model "
+                    f"({ax.TASKS['mnist']['model']['name']}) is convex, while the paper "
+                    "contrasts the convex task with an MNIST model its analysis does not cover "
+                    "exactly: the condition is not reproduced"
+                )
+            peaks = table[
+                (table.task == "mnist") & (table.aggregation == rule) & table.diverged_at.isna()
+            ]["peak_p"]
+            if len(peaks) and peaks.max() > 1.2:  # the loss rose 20% above its start
+                spread += (
+                    f"; MNIST runs unstable: the loss peaks at {peaks.min():.1f}-"
+                    f"{peaks.max():.1f}x the initial model's before settling"
+                )
             read = (float(r["difference"]), spread, r["verdict"])
         out.append(_table_row(key, "Fig. 1", text, missing, total, nb, printed, read))
     out.append(_problem3_claim(table, profile, results_dir, missing, total))
@@ -506,8 +518,16 @@ UNTESTED: tuple[Untested, ...] = (
         "Abstract; Sec. 4 (Fig. 1 paragraph); Sec. 5",
         "experiments show agnostic FedAvg outperforming the usual weighted FedAvg even when the "
         "server knows p, also with fixed-size participation",
-        "a restatement of rows agnostic.fig1.lower.* and agnostic.sec4.convergence.* (our runs "
-        "draw a fixed M = 10 every round)",
+        "a restatement of rows agnostic.fig1.lower.* (our runs draw a fixed M = 10 every round)",
+    ),
+    _untested(
+        "Sec. 4 (first paragraph)",
+        "the convergence behaviour of weighted FedAvg under imbalanced selection is clearly "
+        "suboptimal (relative to the objective of problem (3))",
+        "a restatement of rows agnostic.fig1.lower.*: 'relative to the objective of problem "
+        "(3)' is the value reached on (3), which the paper shows by Fig. 1's curves and Fig. 2's "
+        "converged gap; the sentence names no speed (notebook 09's mean loss over the run is "
+        "ours, not a row)",
     ),
     _untested(
         "Sec. 1 (contribution 1); Sec. 2 (last paragraph); Sec. 4 (second paragraph)",

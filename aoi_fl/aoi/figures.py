@@ -104,7 +104,8 @@ def paired_answer(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(rounds to target per seed and policy, ``fast`` minus each of ``others`` paired over
     seeds with intervals and the verdict: :func:`summaries.paired_table`), against the paper;
-    runs of another model than the paper's (the power panel) cannot make its claim "not held"."""
+    runs of another model than the paper's (the power panel) can make its claim neither "held"
+    nor "not held" (the criterion's own verdict is a column beside it)."""
     target = experiments.TARGETS[dataset]
     paper = experiments.PAPER_ROUNDS_TO_TARGET
     table = summaries.rounds_to_target_table(results, target, paper, dataset)

@@ -117,7 +117,7 @@ def rounds_to_target_table(
 def substitute_model(results: Iterable[Any], dataset: str) -> bool:
     """Whether some run trains another model than the paper's for ``dataset``
     (:data:`experiments.PAPER_MODELS`, "a CNN as in McMahan et al."): its verdicts on the
-    paper's claims cannot be "not held" (:func:`paired_table`)."""
+    paper's claims can be neither "held" nor "not held" (:func:`paired_table`)."""
     from aoi_fl.aoi.experiments import PAPER_MODELS
 
     return any(r.config["model"]["name"] != PAPER_MODELS[dataset] for r in results)
@@ -266,8 +266,10 @@ def paired_table(
     paper gives no speed-up of ``fast`` over ``slow`` to test.
 
     ``substitute``: the runs are not under the paper's conditions (another model,
-    :func:`substitute_model`): they cannot make its claim "not held", which becomes
-    "inconclusive at this budget" (the paper's setting with more seeds would decide).
+    :func:`substitute_model`): they can make its claim neither "held" nor "not held"; a decided
+    verdict becomes "inconclusive at this budget" (:func:`substitute_verdict`: the paper's
+    setting would decide) and the criterion's own verdict is kept in a ``criterion verdict``
+    column, before ``verdict``.
     """
     diffs = paired_differences(results, target, fast, slow)
     rows = []
@@ -284,10 +286,24 @@ def paired_table(
             "paper difference": paper_fast - paper_slow,
         }
         row.update(_paired_statistics(d, fast, slow, level, paper_fast, paper_slow))
-        if substitute and row["verdict"] == "not held":
-            row["verdict"] = "inconclusive at this budget"
+        if substitute:
+            label = row.pop("verdict")
+            row["criterion verdict"] = label
+            row["verdict"] = substitute_verdict(label)
         rows.append(row)
     return pd.DataFrame(rows).set_index("split") if rows else pd.DataFrame()
+
+
+#: the verdicts that decide a claim; on a substitute each becomes :data:`SUBSTITUTE_VERDICT`
+DECIDED = ("held", "held (smaller effect than claimed)", "not held")
+SUBSTITUTE_VERDICT = "inconclusive at this budget"
+
+
+def substitute_verdict(label: str | None) -> str | None:
+    """The verdict on the paper's claim from runs outside its regime (a substitute model or
+    dataset): they can make it neither held nor not held, so a decided verdict (:data:`DECIDED`)
+    becomes "inconclusive at this budget"; an undecided one (or None) stays as it is."""
+    return SUBSTITUTE_VERDICT if label in DECIDED else label
 
 
 def _paired_statistics(
@@ -325,6 +341,7 @@ __all__ = [
     "sample_sd",
     "speedup_table",
     "substitute_model",
+    "substitute_verdict",
     "verdict",
 ]
 

@@ -10,7 +10,9 @@ clients. It tracks
 - the windowed count statistic of Fig. 4: the rounds are cut into consecutive, non-overlapping
   windows of T rounds (an incomplete last window is left out), Y is the number of selections of
   a client in a window, and the metric is sqrt(Var(Y))/T with the variance over all
-  (client, window) pairs;
+  (client, window) pairs. A selected client counts once per round, unless the round says how
+  many times it was selected (``hits``: Policy 2's m draws with replacement, whose client "is
+  selected l times out of m total selections", AoI paper Sec. III-B);
 - the empirical Sigma of Fig. 2 (eq. 14): for each client the variance over rounds of its weight
   w_i(t) (0 in rounds it is not selected), summed over clients. With R rounds,
   Sigma = sum_i [S2_i / R - (S1_i / R)^2], S1_i and S2_i the sums of w_i(t) and w_i(t)^2, so two
@@ -79,9 +81,20 @@ class SelectionStats:
         """Number of times each client was selected (a copy)."""
         return self._clients["count"].copy()
 
-    def update(self, selection: Selection) -> None:
-        """Record one round. ``selection.ids`` must be distinct client ids in [0, n)."""
+    def update(self, selection: Selection, hits: np.ndarray | None = None) -> None:
+        """Record one round. ``selection.ids`` must be distinct client ids in [0, n).
+
+        ``hits``: how many times each id was selected in this round (positive integers aligned
+        with ``ids``; default 1 each). It changes the selection counts (and so Y of Fig. 4 and
+        :meth:`selection_rate`), not the intervals or Sigma.
+        """
         ids, w = selection.ids, selection.weights
+        if hits is not None:
+            hits = np.asarray(hits)
+            if hits.shape != ids.shape or not np.issubdtype(hits.dtype, np.integer):
+                raise ValueError(f"hits must be integers, one per selected id, got {hits!r}")
+            if hits.size and hits.min() < 1:
+                raise ValueError(f"hits must be at least 1, got {hits}")
         t = self.rounds
         if t >= _MAX_ROUNDS:
             raise OverflowError(f"SelectionStats supports at most {_MAX_ROUNDS} rounds")
@@ -103,9 +116,9 @@ class SelectionStats:
             self._sum_sq_weights += ww
             records["weight_sum"] += w
             records["last"] = t
-            records["count"] += 1
+            records["count"] += 1 if hits is None else hits
             self._clients[ids] = records
-            self.selections += ids.size
+            self.selections += ids.size if hits is None else int(hits.sum())
         self.rounds = t + 1
         for size in self.windows:
             if self.rounds % size == 0:
@@ -134,7 +147,8 @@ class SelectionStats:
 
     # --- selection counts -------------------------------------------------------------------
     def selection_rate(self) -> float:
-        """Selections per client per round: sum_i counts_i / (n * rounds)."""
+        """Selections per client per round: sum_i counts_i / (n * rounds) (with ``hits``, a
+        client selected l times in a round counts l)."""
         self._require_rounds()
         return self.selections / (self.n * self.rounds)
 
@@ -208,15 +222,41 @@ def simulate(
     *,
     windows: Iterable[int] = (),
     record_sigma: bool = False,
+    draws: int | None = None,
 ) -> SelectionStats:
-    """Draw ``rounds`` selections from ``sampler`` and return their streaming statistics."""
+    """Draw ``rounds`` selections from ``sampler`` and return their streaming statistics.
+
+    ``draws``: the sampler makes ``draws`` draws with replacement per round and weights a client
+    drawn l times w = l / ``draws`` (AoI Policy 2): each selected client then counts its l
+    selections (:meth:`SelectionStats.update`'s ``hits``). Weights that are not such counts
+    raise ``ValueError``. Default: a selected client counts once.
+    """
     if not isinstance(sampler, Sampler):
         raise TypeError(f"sampler must be a Sampler, got {type(sampler).__name__}")
     rounds = require_int("rounds", rounds, minimum=1)
+    if draws is not None:
+        draws = require_int("draws", draws, minimum=1)
     stats = SelectionStats(sampler.n, windows, record_sigma)
     for _ in range(rounds):
-        stats.update(sampler.sample())
+        selection = sampler.sample()
+        stats.update(selection, None if draws is None else draw_counts(selection, draws))
     return stats
+
+
+def draw_counts(selection: Selection, draws: int) -> np.ndarray:
+    """l_i = w_i * ``draws`` per selected id of a selection whose weights are l_i / ``draws``
+    (m draws with replacement, AoI Policy 2); ``ValueError`` if they are not such counts."""
+    scaled = selection.weights * draws
+    hits = np.rint(scaled).astype(np.int64)
+    if (
+        np.abs(scaled - hits).max(initial=0.0) > 1e-9
+        or (hits < 1).any()
+        or hits.sum() != draws * (hits.size > 0)
+    ):
+        raise ValueError(
+            f"weights {selection.weights} are not draw counts l / {draws} summing to one"
+        )
+    return hits
 
 
 # --- dense reference implementations (small n) ----------------------------------------------
@@ -252,9 +292,13 @@ def intervals_from_matrix(matrix: object) -> np.ndarray:
     return np.diff(t)[same_client]
 
 
-def window_std_ratio_from_matrix(matrix: object, window: int) -> float:
-    """sqrt(Var(Y)) / T over complete windows of T = ``window`` rounds (Fig. 4)."""
-    selected = _require_matrix(matrix) > 0
+def window_std_ratio_from_matrix(matrix: object, window: int, counts: bool = False) -> float:
+    """sqrt(Var(Y)) / T over complete windows of T = ``window`` rounds (Fig. 4).
+
+    Entries > 0 count as one selection, or (``counts``) as that many selections (a matrix of
+    per-round selection counts, e.g. Policy 2's l_i)."""
+    arr = _require_matrix(matrix)
+    selected = arr if counts else arr > 0
     window = require_int("window", window, minimum=1)
     rounds, n = selected.shape
     k = rounds // window

@@ -118,9 +118,11 @@ def test_fig1_claims_table_pairs_seeds_and_counts_divergence():
         assert m and m.group(1) == out.loc[index, "verdict"]
 
 
-def test_a_speed_claim_is_judged_on_the_mean_over_the_run_not_the_endpoint():
-    # the weighted rule ends level with agnostic FedAvg (converged gaps around 0) but is higher
-    # over the whole run in every seed: the endpoint cannot decide, the horizon mean holds it;
+def test_the_horizon_measure_reads_the_mean_over_the_run_not_the_endpoint():
+    # (ours, notebook 09's second table: no ledger row, Sec. 4's sentence is about the value
+    # reached) the weighted rule ends level with agnostic FedAvg (converged gaps around 0) but
+    # is higher over the whole run in every seed: the endpoint cannot decide, the horizon mean
+    # does;
     # a rule that is lower over the run must give "not held"
     table = _run_table(
         {"weighted_normalised": [0.01, -0.01, 0.0], "weighted_updates": [0.0, 0.01, -0.01]},
@@ -140,6 +142,42 @@ def test_a_speed_claim_is_judged_on_the_mean_over_the_run_not_the_endpoint():
     assert row["relative gap"] == pytest.approx(0.31 / 2)  # the agnostic run's mean loss is 2
     with pytest.raises(ValueError, match="measure"):
         ar.fig1_claims_table(table, rules, measure="endpoint")
+
+
+def test_the_convex_contrast_needs_a_non_convex_mnist_model():
+    # a clear reversal (MNIST's relative gap far larger) is "not held" by the criterion; with
+    # our convex MNIST model the paper's condition (a non-convex MNIST task) is not reproduced,
+    # so neither "not held" nor "held" is read from it
+    rng = np.random.default_rng(0)
+    rows = []
+    for seed in range(4):
+        for task, protocol, gap in (
+            ("mnist", "last_iterate", 1.0),
+            ("linear_regression", "algorithm1", 0.01),
+        ):
+            common = dict(task=task, protocol=protocol, process="exp_prior", tau=10.0, seed=seed)
+            noise = 0.001 * rng.standard_normal()
+            for rule, loss in (("agnostic", 1.0), ("weighted_updates", 1.0 + gap + noise)):
+                rows.append(
+                    common
+                    | dict(aggregation=rule, skew=1.0, loss_p=loss, loss_uniform=loss)
+                    | dict(horizon_p=loss, peak_p=1.0, diverged_at=None)
+                )
+    table = pd.DataFrame(rows)
+    rules = ("weighted_updates",)
+    assert ar.mnist_model_convex()  # logistic regression: the condition is not met here
+    default = ar.fig1_contrast_table(table, rules).loc["weighted_updates"]
+    assert default["criterion verdict"] == "not held"
+    assert default["verdict"] == "inconclusive at this budget"
+    met = ar.fig1_contrast_table(table, rules, condition_met=True).loc["weighted_updates"]
+    assert met["verdict"] == met["criterion verdict"] == "not held"
+    # the other way round: held by the criterion, still undecided without the condition
+    flipped = table.assign(task=table.task.map({"mnist": "linear_regression",
+                                                "linear_regression": "mnist"}),
+                           protocol=table.protocol.map({"last_iterate": "algorithm1",
+                                                        "algorithm1": "last_iterate"}))  # fmt: skip
+    row = ar.fig1_contrast_table(flipped, rules).loc["weighted_updates"]
+    assert (row["criterion verdict"], row["verdict"]) == ("held", "inconclusive at this budget")
 
 
 def test_lemma1_estimate_against_exact_enumeration():
@@ -206,11 +244,6 @@ def _check_rows(rows):
             for r in ac.FIG1_RULES
         ),
         *(f"agnostic.fig1.convex.{r}" for r in ax.FIG2_RULES),
-        *(
-            f"agnostic.sec4.convergence.{t}.{p}.{r}"
-            for t, p in ax.FIG1_PANELS
-            for r in ac.FIG1_RULES
-        ),
         *(f"agnostic.fig2.trend.{t}.{r}" for t in ax.TASKS for r in ax.FIG2_RULES),
         "agnostic.sec4.skew",
         "agnostic.lemma1.exact",
@@ -218,6 +251,9 @@ def _check_rows(rows):
         "agnostic.fig1.step.weighted_updates",
     }
     assert expected <= set(keys)
+    # Sec. 4's "suboptimal relative to the objective of problem (3)" is the value reached: the
+    # rows agnostic.fig1.lower.* (an UNTESTED entry), no horizon-mean rows
+    assert not [k for k in keys if k.startswith("agnostic.sec4.convergence")]
     return {c.key: c for c in rows}
 
 
@@ -228,11 +264,9 @@ def test_an_empty_cache_leaves_every_training_row_inconclusive(tmp_path):
     training = [
         c
         for k, c in rows.items()
-        if k.split(".")[1] in ("fig1", "fig2")
-        or ".rules." in k
-        or k.startswith(("agnostic.sec2", "agnostic.sec4.conv"))
+        if k.split(".")[1] in ("fig1", "fig2") or ".rules." in k or k.startswith("agnostic.sec2")
     ]
-    assert len(training) == 3 * 4 + 3 + 6 + 1 + 2 + 3 * 4 + 1
+    assert len(training) == 3 * 4 + 3 + 6 + 1 + 2 + 1
     for c in training:
         assert c.verdict == "inconclusive", c.key
         assert re.search(r"\d+ of \d+ runs not cached", c.spread), (c.key, c.spread)
@@ -240,6 +274,8 @@ def test_an_empty_cache_leaves_every_training_row_inconclusive(tmp_path):
     assert rows["agnostic.aoi.skew.near_uniform"].verdict == "inconclusive at this budget"
     # every untested statement names its place and cites rows that exist
     assert len(ac.UNTESTED) >= 8
+    (sec4,) = [u for u in ac.UNTESTED if "clearly suboptimal" in u.statement]
+    assert "agnostic.fig1.lower.*" in sec4.reason and "Sec. 4" in sec4.ref
     for u in ac.UNTESTED:
         assert u.paper == "agnostic" and re.search(r"Abstract|Sec\. |Lemma|Theorem", u.ref), u
         for cited in re.findall(r"agnostic\.[a-z0-9_.*]+[a-z0-9*]", u.reason):
@@ -269,14 +305,12 @@ def test_the_committed_cache_gives_every_row():
     # bounded at 35-70x the initial one): no verdict from it
     for t, pr in ax.FIG1_PANELS:
         assert v[f"agnostic.fig1.lower.{t}.{pr}.weighted"] == "inconclusive"
-        assert v[f"agnostic.sec4.convergence.{t}.{pr}.weighted"] == "inconclusive"
-    # on the mean loss over the run agnostic FedAvg is lower than the self-normalised rule on
-    # MNIST, though it does not end measurably lower; eq. 10 on the updates is faster under
-    # Algorithm 1 (its larger step)
-    assert v["agnostic.sec4.convergence.mnist.last_iterate.weighted_normalised"] == "held"
-    assert v["agnostic.sec4.convergence.linear_regression.algorithm1.weighted_updates"] == (
-        "not held"
-    )
+    # claim 2 contrasts the convex task with an MNIST model the analysis does not cover; ours is
+    # convex, so eq. 10 on the updates' reversed gap (by the criterion "not held") cannot decide
+    convex = rows["agnostic.fig1.convex.weighted_updates"]
+    assert convex.verdict == "inconclusive at this budget"
+    assert "by the criterion not held" in convex.spread and "is convex" in convex.spread
+    assert re.search(r"peaks at 1\.\d-3\.\dx", convex.spread)
     assert v["agnostic.sec2.problem3"] == "held" and v["agnostic.lemma1.exact"] == "held"
     assert v["agnostic.fig2.trend.mnist.weighted_updates"] == "inconclusive"  # 3 runs diverged
     assert v["agnostic.fig1.lower.linear_regression.algorithm1.weighted_normalised"] == "held"

@@ -186,3 +186,48 @@ def test_queries_that_cannot_be_answered_raise():
 def test_bad_inputs_raise(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_policy_2_counts_its_draws_in_the_window_counts():
+    """Policy 2's client "is selected l times out of m total selections" (AoI Sec. III-B):
+    with ``draws`` each selected client counts l_i = w_i m in Y (the dense reference on a count
+    matrix agrees); the default counts it once; intervals and Sigma do not change."""
+    m, rounds, windows = 15, 60, (1, 2, 5)
+    sizes = np.arange(1.0, 21.0)
+    counted = simulate(
+        make_sampler("probabilistic", n=20, m=m, sizes=sizes, seed=3), rounds,
+        windows=windows, record_sigma=True, draws=m,
+    )  # fmt: skip
+    distinct = simulate(
+        make_sampler("probabilistic", n=20, m=m, sizes=sizes, seed=3), rounds,
+        windows=windows, record_sigma=True,
+    )  # fmt: skip
+    sampler = make_sampler("probabilistic", n=20, m=m, sizes=sizes, seed=3)
+    hits = np.zeros((rounds, 20))
+    for t in range(rounds):
+        sel = sampler.sample()
+        hits[t, sel.ids] = sel.weights * m
+    np.testing.assert_allclose(hits.sum(axis=1), m)
+    assert counted.selections == rounds * m and counted.selection_rate() == pytest.approx(m / 20)
+    assert distinct.selections == int((hits > 0).sum()) < rounds * m
+    for w in windows:
+        assert counted.window_std_ratio(w) == pytest.approx(
+            window_std_ratio_from_matrix(hits, w, counts=True), rel=1e-12
+        )
+        assert distinct.window_std_ratio(w) == pytest.approx(
+            window_std_ratio_from_matrix(hits, w), rel=1e-12
+        )
+    assert counted.window_std_ratio(1) > distinct.window_std_ratio(1)
+    assert counted.sigma() == distinct.sigma()
+    np.testing.assert_array_equal(counted.interval_histogram(), distinct.interval_histogram())
+
+
+def test_draw_counts_refuse_weights_that_are_not_counts():
+    # Markov weights 1/|S| are not l / m: counting them as draws would be wrong, so it raises
+    markov = make_sampler("markov_optimal", n=100, m=15, sizes=np.ones(100), m_prime=10)
+    with pytest.raises(ValueError, match="not draw counts"):
+        simulate(markov, 20, windows=(1,), draws=15)
+    with pytest.raises(ValueError, match="at least 1"):
+        SelectionStats(3).update(
+            Selection(np.array([0, 1]), np.array([0.5, 0.5])), np.array([1, 0])
+        )
