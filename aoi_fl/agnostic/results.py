@@ -35,7 +35,7 @@ from aoi_fl.agnostic.experiments import (
 )
 from aoi_fl.core.validation import require_choice, require_int, require_real
 from aoi_fl.pipeline import paired
-from aoi_fl.pipeline.claims import diverged, horizon_mean, sign_verdict
+from aoi_fl.pipeline.claims import DIVERGENCE_FACTOR, horizon_mean, sign_verdict
 
 #: the measures a weighted rule is compared with agnostic FedAvg on: (the gap column of
 #: :func:`gaps`, the agnostic run's value it is relative to)
@@ -223,8 +223,10 @@ def run_table(
         d = describe(cfg)
         p = process_p(cfg, profile, data_root, cache_dir)
         rounds, obj_p, obj_u = objective_curves(res, p)
-        # the first prefix of the curve the shared rule calls diverged (curves are short)
-        first = next((int(r) for k, r in enumerate(rounds) if diverged(obj_p[: k + 1])), None)
+        # the first evaluation at which the shared rule (:func:`diverged`) calls the curve diverged
+        with np.errstate(invalid="ignore", over="ignore"):
+            bad = ~np.isfinite(obj_p) | (obj_p > DIVERGENCE_FACTOR * obj_p[0])
+        first = int(rounds[np.argmax(bad)]) if bad.any() else None
         with np.errstate(invalid="ignore", over="ignore"):
             horizon = horizon_mean(obj_p, rounds) if len(rounds) > 1 else float("nan")
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
+from aoi_fl.core.train import rounds_to_target
 from aoi_fl.core.validation import require_choice
 
 VERDICTS = (
@@ -195,11 +196,12 @@ def rounds_to_level(
     """The first evaluated round at which a curve reaches ``level`` (at or below it for a loss,
     ``lower_is_better``; at or above it for an accuracy), or inf if it never does: the speed
     measure of a "faster" claim, with the level fixed before the curves are looked at."""
-    v, r = np.asarray(values, dtype=float), np.asarray(rounds, dtype=float)
+    v, r = np.asarray(values, dtype=float), np.asarray(rounds)
     if v.shape != r.shape or v.ndim != 1:
         raise ValueError(f"values and rounds must be 1-d of one length, got {v.shape}, {r.shape}")
-    reached = v <= level if lower_is_better else v >= level
-    return float(r[np.argmax(reached)]) if reached.any() else math.inf
+    sign = -1.0 if lower_is_better else 1.0  # rounds_to_target looks for values at or above
+    first = rounds_to_target(list(sign * v), sign * level, list(r))
+    return math.inf if first is None else float(first)
 
 
 def horizon_mean(values: Sequence[float], rounds: Sequence[int]) -> float:

@@ -47,7 +47,8 @@ TASK_LOSS = {"classification": "cross_entropy", "regression": "mse"}
 #: the learning rates float32 parameters can step with: a larger rate overflows in the first
 #: step, a smaller one is 0
 _FLOAT32_RATES = (float(np.finfo(np.float32).smallest_subnormal), float(np.finfo(np.float32).max))
-_SETTINGS = tuple(f.name for f in dataclasses.fields(TrainSettings))
+#: the training options that are :class:`TrainSettings` fields (the others configure the run)
+SETTINGS = tuple(f.name for f in dataclasses.fields(TrainSettings))
 
 
 def _optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
@@ -61,9 +62,11 @@ PARTITION_RANGES: dict[str, Callable[[str, Any], Any]] = {
     "alpha": functools.partial(require_real, minimum=0.0, strict_minimum=True),
     "a": functools.partial(require_real, minimum=1.0, strict_minimum=True),
     "sigma": functools.partial(require_real, minimum=0.0),
-    "min_size": functools.partial(require_int, minimum=0),
     "total": _optional(functools.partial(require_int, minimum=1)),
 }
+#: the smallest min_size: a Dirichlet label split may leave a client empty, a size law may not
+#: (:mod:`aoi_fl.data.partition`)
+MIN_SIZE_FLOOR = {"dirichlet": 0, "dirichlet_prior": 0}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -255,6 +258,8 @@ def _partition(
     for key, check in PARTITION_RANGES.items():
         if key in options:
             check(f"partition.{key}", options[key])
+    if "min_size" in options:
+        require_int("partition.min_size", options["min_size"], minimum=MIN_SIZE_FLOOR.get(name, 1))
     if name == "natural":
         _natural(n_clients, dataset, facts)
     return n_clients
@@ -338,7 +343,7 @@ def _algorithm(training: Mapping[str, Any], n_clients: int) -> None:
 
 
 def _training(training: Mapping[str, Any], n_clients: int) -> None:
-    settings = {k: v for k, v in training.items() if k in _SETTINGS}
+    settings = {k: v for k, v in training.items() if k in SETTINGS}
     _dry_run("training", settings, lambda: TrainSettings(**settings))
     if not isinstance(training.get("keep_params", True), bool):
         raise TypeError(

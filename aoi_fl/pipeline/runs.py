@@ -188,8 +188,6 @@ OPTIONAL_TRAINING: dict[str, Any] = {
     # commit) but goes to ``<cache>/weights/<key>.npz``, a folder that is not committed
     "keep_params": True,
 }
-#: training options that configure the run's bookkeeping, not :class:`TrainSettings`
-_NOT_SETTINGS = ("lr", "algorithm", "keep_params")
 
 
 def _built(spec: Mapping[str, Any], table: Mapping[str, Callable[..., Any]], *args: Any) -> Any:
@@ -201,7 +199,7 @@ def _built(spec: Mapping[str, Any], table: Mapping[str, Callable[..., Any]], *ar
 def _training_parts(
     t: Mapping[str, Any],
 ) -> tuple[TrainSettings, Callable[[int], float], Algorithm]:
-    settings = TrainSettings(**{k: v for k, v in t.items() if k not in _NOT_SETTINGS})
+    settings = TrainSettings(**{k: v for k, v in t.items() if k in config_checks.SETTINGS})
     return settings, _built(t["lr"], LR_SCHEDULES), _built(t["algorithm"], ALGORITHMS)
 
 
@@ -252,8 +250,9 @@ def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
     for key, default in OPTIONAL_TRAINING.items():
         if key in training and type(training[key]) is type(default) and training[key] == default:
             del training[key]
-    resolved = {s: copy.deepcopy(dict(config[s])) for s in _SECTIONS if s != "training"}
-    resolved["training"] = {**copy.deepcopy(TRAINING_DEFAULTS), **copy.deepcopy(training)}
+    # config_checks.plain has copied every section already
+    resolved = {s: dict(config[s]) for s in _SECTIONS if s != "training"}
+    resolved["training"] = {**copy.deepcopy(TRAINING_DEFAULTS), **training}
     config_checks.check_config(resolved, DATASETS, PARTITIONS)
     return resolved
 

@@ -257,6 +257,19 @@ def test_other_mismatches_fail_without_loading_the_data(nothing_runs, config, me
     assert_fails_before_work(config, ValueError, message, *nothing_runs)
 
 
+@pytest.mark.parametrize(
+    ("partition", "allowed"),
+    [({"name": "zipf", "a": 2.0}, 1), ({"name": "dirichlet", "alpha": 0.3}, 0)],
+)
+def test_min_size_is_checked_as_its_partition_allows(nothing_runs, partition, allowed):
+    # a size law gives every client at least one sample; a Dirichlet label split may leave one
+    # empty (aoi_fl.data.partition)
+    spec = {**partition, "n_clients": 10, "seed": 0, "min_size": allowed - 1}
+    message = rf"partition.min_size must be >= {allowed}, got {allowed - 1}"
+    assert_fails_before_work(changed(MNIST, "partition", spec), ValueError, message, *nothing_runs)
+    runs.resolve_config(changed(MNIST, "partition", {**spec, "min_size": allowed}))
+
+
 def test_the_dataset_facts_agree_with_the_loaded_data():
     options = {
         "mnist": {"n_train": 20, "n_test": 5},
