@@ -67,8 +67,8 @@ from torch import nn
 
 from aoi_fl.aoi.experiments import panel_grid
 from aoi_fl.core.engines import _blocked_layers, _channels_last
+from aoi_fl.core.tensors import TensorSplit
 from aoi_fl.core.train import evaluate
-from aoi_fl.data.datasets import TensorSplit
 from aoi_fl.pipeline.runs import build_trainer
 
 PANEL = "main_mnist"

@@ -65,8 +65,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from aoi_fl.core.engines import LocalTraining, _channels_last, local_batches
 from aoi_fl.core.models import build_model
 from aoi_fl.core.seeding import derived_seed
-from aoi_fl.core.tensors import stack
-from aoi_fl.data.datasets import TensorSplit
+from aoi_fl.core.tensors import TensorSplit, stack
 
 CLIENTS, PER_CLIENT, BATCH, LR = 15, 600, 50, 0.05
 REPEATS = 10

@@ -42,7 +42,6 @@ from typing import Any
 import numpy as np
 
 from aoi_fl.agnostic import algorithms as agnostic
-from aoi_fl.aoi.samplers import POLICIES
 from aoi_fl.core.registry import PALETTE, Style, register_family, register_styles
 from aoi_fl.core.validation import require_choice, require_int, require_real
 from aoi_fl.pipeline.cache import ResultStore, canonical_json
@@ -51,6 +50,10 @@ from aoi_fl.pipeline.profiles import PROFILES
 N_CLIENTS, M_AVAILABLE, TAU = 100, 10, 10.0
 #: seed offset of the independent copy of the process that p is estimated from
 P_SEED_STREAM = 10_000
+
+#: the AoI paper's four policies, named as their plugin registers them: this paper's regime is run
+#: under each as a participation process (its names only; the samplers come from the registry)
+POLICIES = ("random", "probabilistic", "markov_optimal", "markov_nonoptimal")
 
 AGGREGATIONS = (
     "agnostic",

@@ -49,11 +49,10 @@ from aoi_fl.aoi.skew import (
 )
 from aoi_fl.core.validation import require_choice, require_int
 from aoi_fl.pipeline.cache import ResultStore
+from aoi_fl.pipeline.data_status import TRAIN_DATASETS, dataset_section
 from aoi_fl.pipeline.profiles import PROFILES
 
 DATASETS = ("mnist", "cifar10", "cifar100")
-#: every dataset a panel trains on (Fashion-MNIST: the substitute for CIFAR, ``fashion`` panel)
-TRAIN_DATASETS = (*DATASETS, "fashion_mnist")
 SPLITS = ("iid", "noniid")
 LOCAL_WORK_UNITS = ("steps", "epochs")
 
@@ -225,18 +224,6 @@ def schedule(profile: str, dataset: str) -> dict[str, Any]:
     dataset = require_choice("dataset", dataset, DATASETS)
     p = panel(f"main_{dataset}", profile)
     return {**p["rounds"], "seeds": p["seeds"], "local_work": p["local_work"]}
-
-
-def dataset_section(
-    dataset: str, synthetic: bool, subset: dict[str, int] | None = None
-) -> dict[str, Any]:
-    """A configuration's ``dataset`` section: the real ``dataset`` (``subset``: its n_train /
-    n_test limits), or for a CIFAR dataset in the smoke profile without the data on disk,
-    CIFAR-shaped random data (``synthetic``; labelled as such wherever it is used)."""
-    if synthetic and dataset not in ("mnist", "fashion_mnist"):
-        classes = 10 if dataset == "cifar10" else 100
-        return {"name": "synthetic_cifar", "num_classes": classes, "n_train": 2000, "n_test": 200}
-    return {"name": dataset, **(subset or {})}
 
 
 def _local_work(local_work: Sequence[Any]) -> dict[str, int]:
@@ -475,52 +462,6 @@ LOCAL_OPTIMUM_CRITERION = {
     "cpu": LocalOptimumCriterion(chunk_epochs=5, tol=2e-3, max_epochs=60, lr=0.1),
     "paper": LocalOptimumCriterion(chunk_epochs=5, tol=2e-3, max_epochs=60, lr=0.1),
 }
-
-
-def data_status(dataset: str, profile: str, data_root: str = "data") -> tuple[bool, bool, str]:
-    """(run?, synthetic?, message) for a notebook that trains on ``dataset``.
-
-    MNIST and Fashion-MNIST must be present (``make data`` fetches both). CIFAR cannot be
-    fetched everywhere: when it is absent, the smoke profile runs on synthetic CIFAR-shaped data
-    (said so in the message) and the other profiles run nothing and say how to provide the data.
-    """
-    from aoi_fl.data.datasets import cifar_available, verify_fashion_mnist, verify_mnist
-
-    dataset = require_choice("dataset", dataset, TRAIN_DATASETS)
-    profile = require_choice("profile", profile, PROFILES)
-    if dataset == "mnist":
-        verify_mnist(data_root)  # raises with the command to run when missing or altered
-        return True, False, f"MNIST verified under {data_root}/MNIST/raw"
-    if dataset == "fashion_mnist":
-        verify_fashion_mnist(data_root)
-        return True, False, f"Fashion-MNIST verified under {data_root}/FashionMNIST/raw"
-    label = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}[dataset]
-    folder = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python"}[dataset]
-    if cifar_available(dataset, data_root):
-        return True, False, f"{label} found under {data_root}/{folder}"
-    if profile == "smoke":
-        return (
-            True,
-            True,
-            (
-                f"{label} is not on this machine: the smoke profile runs on SYNTHETIC "
-                f"{label}-shaped data (class prototypes plus noise) to exercise the code path; "
-                "its numbers mean nothing."
-            ),
-        )
-    return (
-        False,
-        False,
-        (
-            f"{label} was not found under {data_root}/{folder}, so nothing is trained for it.\n"
-            "It cannot be downloaded on the machine this artifact was built on (no internet).\n"
-            f"To provide it: on a machine with internet run\n"
-            f"    .venv/bin/python -m aoi_fl.data fetch-cifar --name {dataset} --root data\n"
-            f"or unpack the python version of {label} from "
-            f"https://www.cs.toronto.edu/~kriz/cifar.html into data/ (giving data/{folder}/), "
-            "then run make figures again."
-        ),
-    )
 
 
 def _without_seeds(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,10 +22,10 @@ from scipy import optimize
 
 from aoi_fl.core.seeding import generator
 from aoi_fl.core.validation import (
+    check_chain,
     require_choice,
     require_int,
     require_n_m,
-    require_probability_vector,
 )
 
 #: Named monotone families for the non-optimal Markov policy (Policy 4): unnormalised shapes of
@@ -38,26 +38,6 @@ FAMILIES: dict[str, str] = {
     "quadratic": "p_a proportional to (a + 1)^2",
     "exponential": "p_a proportional to 2^a",
 }
-
-
-def check_chain(p: object) -> np.ndarray:
-    """Validate a selection-probability vector p = (p_0, ..., p_{m'}), m' >= 1.
-
-    Besides p in [0, 1]^{m'+1}, the chain must keep selecting: if age m' is reachable
-    (prod_{j<m'} (1 - p_j) > 0) then p_{m'} must be > 0, otherwise a client can reach age m' and
-    never be selected again.
-    """
-    p = require_probability_vector("p", p)
-    if p.size < 2:
-        raise ValueError(
-            f"p must have length m' + 1 with m' >= 1 (maximum age at least 1), got length {p.size}"
-        )
-    if p[-1] == 0.0 and np.prod(1.0 - p[:-1]) > 0.0:
-        raise ValueError(
-            f"p[m'] = p[{p.size - 1}] = 0 while age m' = {p.size - 1} is reachable: a client could "
-            "stop being selected forever; p[m'] must be > 0 (or some p_j = 1 with j < m')"
-        )
-    return p
 
 
 def check_non_decreasing(p: object, name: str = "p") -> np.ndarray:

@@ -392,8 +392,8 @@ def participation_table(sampler: Any, selected: Sequence[Sequence[int]], weights
     variance of w_i(t) over the rounds, tau is the FedSUM paper's delay (``fedsum.delays``). A
     short trace estimates them with a large error: the table gives the number of intervals.
     """
+    from aoi_fl.core.delays import trace_metrics
     from aoi_fl.core.stats import empirical_sigma_from_matrix, intervals_from_matrix
-    from aoi_fl.fedsum.delays import trace_metrics
 
     matrix = np.zeros((len(selected), sampler.n))
     for t, (ids, w) in enumerate(zip(selected, weights, strict=True)):

@@ -38,8 +38,14 @@ from aoi_fl.core.registry import (
     register_family,
     register_sampler,
 )
-from aoi_fl.core.selection import Sampler, SeededSampler, Selection, sizes_key
-from aoi_fl.core.validation import require_choice, require_int, require_n_m, require_sizes
+from aoi_fl.core.selection import RandomWeighted, Sampler, SeededSampler, Selection, SizeWeighted
+from aoi_fl.core.validation import (
+    check_chain,
+    require_choice,
+    require_int,
+    require_n_m,
+    require_sizes,
+)
 
 POLICIES: tuple[str, ...] = ("random", "probabilistic", "markov_optimal", "markov_nonoptimal")
 STARTS: tuple[str, ...] = ("stationary", "zero")
@@ -49,31 +55,7 @@ STARTS: tuple[str, ...] = ("stationary", "zero")
 _NEVER = np.iinfo(np.int32).max
 
 
-class _SizeWeighted(SeededSampler):
-    """Policies 1 and 2: a fixed budget of m per round over clients with dataset sizes d."""
-
-    def __init__(self, sizes: Any, m: int, seed: int = 0) -> None:
-        self.sizes = require_sizes("sizes", sizes)
-        n, self.m = require_n_m(self.sizes.size, m)
-        super().__init__(n, seed)
-
-    def config(self) -> dict:
-        return {**super().config(), "m": self.m, "sizes": sizes_key(self.sizes)}
-
-
-class RandomWeighted(_SizeWeighted):
-    """Policy 1: m of n clients uniformly without replacement, w_i = d_i / sum_{j in S} d_j."""
-
-    name = "random"
-
-    def sample(self) -> Selection:
-        ids = np.sort(self._rng.choice(self.n, size=self.m, replace=False, shuffle=False))
-        d = self.sizes[ids]
-        self.round += 1
-        return Selection(ids, d / d.sum())
-
-
-class Probabilistic(_SizeWeighted):
+class Probabilistic(SizeWeighted):
     """Policy 2: m draws with replacement with P(i) = q_i = d_i / sum_j d_j; w_i = l_i / m.
 
     Each distinct client appears once in the :class:`Selection`, weighted by its number of hits
@@ -132,7 +114,7 @@ class MarkovSampler(SeededSampler):
     Parameters
     ----------
     p:
-        (p_0, ..., p_{m'}), m' >= 1, validated by :func:`markov.check_chain`.
+        (p_0, ..., p_{m'}), m' >= 1, validated by :func:`~aoi_fl.core.validation.check_chain`.
     n:
         Number of clients.
     seed:
@@ -160,7 +142,7 @@ class MarkovSampler(SeededSampler):
         *,
         meta: Mapping[str, Any] | None = None,
     ) -> None:
-        self.p = markov.check_chain(p)
+        self.p = check_chain(p)
         n = require_int("n", n, minimum=1)
         self.start = require_choice("start", start, STARTS)
         if not isinstance(name, str) or not name:

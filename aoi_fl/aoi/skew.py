@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from aoi_fl.core.engines import local_batches
-from aoi_fl.core.tensors import Params, stack
+from aoi_fl.core.tensors import Params, TensorSplit, stack
 from aoi_fl.core.train import FederatedTrainer, per_sample_losses
 from aoi_fl.core.validation import (
     require_int,
@@ -41,7 +41,6 @@ from aoi_fl.core.validation import (
     require_real,
     require_sizes,
 )
-from aoi_fl.data.datasets import TensorSplit
 
 #: solo training's mini-batches come from round indices no training run reaches, counted down
 #: from this one (chunk c of :func:`local_optimum_to_criterion` uses ``_LOCAL_OPTIMUM_ROUND - c``)

@@ -61,9 +61,8 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from aoi_fl.core.seeding import generator
-from aoi_fl.core.tensors import Params, gather_rows
+from aoi_fl.core.tensors import Params, TensorSplit, gather_rows
 from aoi_fl.core.validation import require_choice, require_int
-from aoi_fl.data.datasets import TensorSplit
 
 #: ``step(params, grads, lr, state)``: move the (client-stacked) ``params`` in place
 StepFn = Callable[[Params, Params, float, dict[str, torch.Tensor]], None]

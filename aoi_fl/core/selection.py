@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from aoi_fl.core.seeding import generator
-from aoi_fl.core.validation import require_choice, require_int
+from aoi_fl.core.validation import require_choice, require_int, require_n_m, require_sizes
 
 #: how an unbiased sampler draws its clients (K-Vib paper, Sec. 2): "isp" each client by its own
 #: coin with probability p_i; "with_replacement" K i.i.d. draws from q = p / K;
@@ -171,3 +171,27 @@ class SeededSampler(Sampler):
         rng = generator(self.seed, "sampler")
         rng.bit_generator.state = state["rng"]  # validates the bit generator's name and fields
         return rng, require_int("state['round']", state["round"], minimum=0)
+
+
+class SizeWeighted(SeededSampler):
+    """Policies 1 and 2: a fixed budget of m per round over clients with dataset sizes d."""
+
+    def __init__(self, sizes: Any, m: int, seed: int = 0) -> None:
+        self.sizes = require_sizes("sizes", sizes)
+        n, self.m = require_n_m(self.sizes.size, m)
+        super().__init__(n, seed)
+
+    def config(self) -> dict:
+        return {**super().config(), "m": self.m, "sizes": sizes_key(self.sizes)}
+
+
+class RandomWeighted(SizeWeighted):
+    """Policy 1: m of n clients uniformly without replacement, w_i = d_i / sum_{j in S} d_j."""
+
+    name = "random"
+
+    def sample(self) -> Selection:
+        ids = np.sort(self._rng.choice(self.n, size=self.m, replace=False, shuffle=False))
+        d = self.sizes[ids]
+        self.round += 1
+        return Selection(ids, d / d.sum())

@@ -12,6 +12,8 @@ its method uses, so merging them would change cached numbers.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -82,3 +84,26 @@ def moved(global_params: Params, direction: Params, scale: float) -> Params:
     """x + scale * direction, computed in float64, in the model's dtypes."""
     new = {k: x.to(torch.float64) + scale * direction[k] for k, x in global_params.items()}
     return cast_like(new, global_params)
+
+
+@dataclass(frozen=True)
+class TensorSplit:
+    """One split as tensors: ``x`` (N, ...) model inputs, ``y`` (N,) targets. Dataset-like."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+
+    def __post_init__(self) -> None:
+        if self.x.shape[0] != self.y.shape[0]:
+            raise ValueError(f"x has {self.x.shape[0]} rows but y has {self.y.shape[0]}")
+
+    def __len__(self) -> int:
+        return self.y.shape[0]
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.x[index], self.y[index]
+
+    def to(self, device: torch.device | str) -> TensorSplit:
+        """This split on ``device`` (itself, not a copy, where it is already there)."""
+        x, y = self.x.to(device), self.y.to(device)
+        return self if x is self.x and y is self.y else TensorSplit(x, y)

@@ -54,9 +54,8 @@ from aoi_fl.core.device import eval_batch_size, memory_hint, resolve_device
 from aoi_fl.core.engines import ENGINES, LOSSES, LocalTraining, local_batches, local_step_batches
 from aoi_fl.core.seeding import generator
 from aoi_fl.core.selection import Sampler, Selection
-from aoi_fl.core.tensors import Params
+from aoi_fl.core.tensors import Params, TensorSplit
 from aoi_fl.core.validation import require_choice, require_int, require_real
-from aoi_fl.data.datasets import TensorSplit
 
 # ---------------------------------------------------------------------------------------------
 # Learning-rate schedules: callables round -> lr with a config() for cache keys

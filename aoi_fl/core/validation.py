@@ -116,3 +116,23 @@ def require_n_s(n: Any, s: Any) -> tuple[int, int]:
     """The number of clients n >= 1 and the number active per round 1 <= s <= n (FedSUM's S)."""
     n = require_int("n", n, minimum=1)
     return n, require_int("s", s, minimum=1, maximum=n)
+
+
+def check_chain(p: object) -> np.ndarray:
+    """Validate a selection-probability vector p = (p_0, ..., p_{m'}), m' >= 1.
+
+    Besides p in [0, 1]^{m'+1}, the chain must keep selecting: if age m' is reachable
+    (prod_{j<m'} (1 - p_j) > 0) then p_{m'} must be > 0, otherwise a client can reach age m' and
+    never be selected again.
+    """
+    p = require_probability_vector("p", p)
+    if p.size < 2:
+        raise ValueError(
+            f"p must have length m' + 1 with m' >= 1 (maximum age at least 1), got length {p.size}"
+        )
+    if p[-1] == 0.0 and np.prod(1.0 - p[:-1]) > 0.0:
+        raise ValueError(
+            f"p[m'] = p[{p.size - 1}] = 0 while age m' = {p.size - 1} is reachable: a client could "
+            "stop being selected forever; p[m'] must be > 0 (or some p_j = 1 with j < m')"
+        )
+    return p

@@ -43,6 +43,7 @@ import torch
 import torchvision
 
 from aoi_fl.core.seeding import generator
+from aoi_fl.core.tensors import TensorSplit
 from aoi_fl.core.validation import require_choice, require_int
 from aoi_fl.data.partition import Partition
 
@@ -613,29 +614,6 @@ def normalize_mnist(images: torch.Tensor) -> torch.Tensor:
 def normalize_fashion_mnist(images: torch.Tensor) -> torch.Tensor:
     """Fashion-MNIST uint8 (N, 28, 28) to float32 (N, 1, 28, 28), mean 0.2860, std 0.3530."""
     return normalize_images(images, *NORMALIZATION["fashion_mnist"])
-
-
-@dataclass(frozen=True)
-class TensorSplit:
-    """One split as tensors: ``x`` (N, ...) model inputs, ``y`` (N,) targets. Dataset-like."""
-
-    x: torch.Tensor
-    y: torch.Tensor
-
-    def __post_init__(self) -> None:
-        if self.x.shape[0] != self.y.shape[0]:
-            raise ValueError(f"x has {self.x.shape[0]} rows but y has {self.y.shape[0]}")
-
-    def __len__(self) -> int:
-        return self.y.shape[0]
-
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.x[index], self.y[index]
-
-    def to(self, device: torch.device | str) -> TensorSplit:
-        """This split on ``device`` (itself, not a copy, where it is already there)."""
-        x, y = self.x.to(device), self.y.to(device)
-        return self if x is self.x and y is self.y else TensorSplit(x, y)
 
 
 @dataclass(frozen=True)

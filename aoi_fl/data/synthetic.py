@@ -17,8 +17,9 @@ import numpy as np
 import torch
 
 from aoi_fl.core.seeding import generator
+from aoi_fl.core.tensors import TensorSplit
 from aoi_fl.core.validation import require_int, require_real
-from aoi_fl.data.datasets import DatasetBundle, TensorSplit
+from aoi_fl.data.datasets import DatasetBundle
 
 
 def _bundle(

@@ -39,7 +39,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from aoi_fl.aoi import samplers
+from aoi_fl.core.delays import sampler_metrics
+from aoi_fl.core.registry import SAMPLERS
 from aoi_fl.fedsum import delays, patterns
 from aoi_fl.fedsum import experiments as fx
 from aoi_fl.fedsum import results as fr
@@ -233,14 +234,14 @@ def bound_cases(n: int, s: int, t: int) -> dict[str, BoundCase]:
     out["lemf1.aoi_random"] = BoundCase(
         "AoI Policy 1: random",
         "AoI Policy 1 (random, equal sizes)",
-        lambda seed: samplers.make_sampler("random", n=n, m=s, seed=seed),
+        lambda seed: SAMPLERS["random"](n, None, m=s, seed=seed),
         delays.uniform_bound(n, s, t),
         *f1,
     )
     out["lemf2.aoi_probabilistic"] = bernoulli(
         "AoI Policy 2: probabilistic",
         "AoI Policy 2 (probabilistic)",
-        lambda seed: samplers.make_sampler("probabilistic", n=n, m=s, seed=seed),
+        lambda seed: SAMPLERS["probabilistic"](n, None, m=s, seed=seed),
         policy2_delta,
         f"1 - (1 - 1/N)^S = {policy2_delta:.3g}",
     )
@@ -256,7 +257,7 @@ def bound_table(profile: str = "cpu") -> pd.DataFrame:
     t, seeds = cfg["rounds"], cfg["seeds"]
     rows = {}
     for key, c in bound_cases(fx.DELAY_CLIENTS, fx.DELAY_ACTIVE, t).items():
-        tau = np.array([delays.sampler_metrics(c.build(seed), t).tau_max for seed in seeds])
+        tau = np.array([sampler_metrics(c.build(seed), t).tau_max for seed in seeds])
         rows[key] = {
             "pattern": c.row,
             "lemma": c.lemma,
@@ -327,8 +328,7 @@ def tau_claim(profile: str = "cpu") -> Claim:
             for field in ("tau_max", "tau_avg")
         }
         for runs in (
-            [delays.sampler_metrics(patterns.Bernoulli(n, p, seed), t) for p in grid]
-            for seed in seeds
+            [sampler_metrics(patterns.Bernoulli(n, p, seed), t) for p in grid] for seed in seeds
         )
     ]
     falls = sum(all((np.diff(v) < 0).all() for v in m.values()) for m in metrics)

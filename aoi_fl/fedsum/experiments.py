@@ -42,11 +42,11 @@ from typing import Any
 
 import numpy as np
 
-from aoi_fl.aoi.experiments import dataset_section
+from aoi_fl.core.delays import trace_metrics
 from aoi_fl.core.registry import PALETTE, Style, register_family, register_styles
 from aoi_fl.core.validation import require_choice, require_int
-from aoi_fl.fedsum.delays import trace_metrics
 from aoi_fl.pipeline.cache import ResultStore, config_key
+from aoi_fl.pipeline.data_status import dataset_section
 from aoi_fl.pipeline.profiles import PROFILES
 
 DATASETS = ("mnist", "cifar10")

@@ -32,9 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from aoi_fl.aoi.samplers import RandomWeighted
 from aoi_fl.core.registry import declare_options, register_sampler
-from aoi_fl.core.selection import SeededSampler, Selection
+from aoi_fl.core.selection import RandomWeighted, SeededSampler, Selection
 from aoi_fl.core.validation import (
     require_int,
     require_n_s,

@@ -388,3 +388,9 @@ def test_a_caller_changing_p_in_place_does_not_change_the_next_call():
     expected = first.copy()
     first *= 0.0
     np.testing.assert_array_equal(ax.induced_p("exp_prior", 0, "smoke", tau=10.0), expected)
+
+
+def test_the_participation_processes_are_the_aoi_policies():
+    from aoi_fl.aoi.samplers import POLICIES as AOI_POLICIES
+
+    assert ax.POLICIES == AOI_POLICIES

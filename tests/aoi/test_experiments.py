@@ -138,14 +138,6 @@ def test_bad_arguments():
         ex.local_steps_per_round(("steps", 0), 600, 50)
 
 
-def test_missing_cifar_is_reported_not_faked(tmp_path):
-    run, synthetic, message = ex.data_status("cifar10", "cpu", str(tmp_path))
-    assert (run, synthetic) == (False, False)
-    assert "fetch-cifar --name cifar10" in message and "cifar-10-batches-py" in message
-    run, synthetic, message = ex.data_status("cifar100", "smoke", str(tmp_path))
-    assert (run, synthetic) == (True, True) and "SYNTHETIC" in message
-
-
 def fake_run(split, policy, seed, accuracy):
     config = {
         "partition": {"name": "iid" if split == "iid" else "dirichlet"},

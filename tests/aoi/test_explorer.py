@@ -18,10 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aoi_fl.aoi import explorer, markov, memoryless, samplers, sigma
+from aoi_fl.core import delays as trace_delays
 from aoi_fl.core import stats
 from aoi_fl.core.validation import require_n_m
 from aoi_fl.data.partition import zipf_sizes
-from aoi_fl.fedsum import delays
 
 POLICIES = samplers.POLICIES
 
@@ -95,7 +95,7 @@ def check_against_library(
     else:  # no client selected twice: nothing to show
         assert not ex.pmf_sim.any() and np.isnan(ex.mean_sim) and np.isnan(ex.var_sim)
     assert ex.sigma_sim == trace.sigma()
-    tau = delays.sampler_metrics(samplers.make_sampler(policy, **build), ex.sim_rounds)
+    tau = trace_delays.sampler_metrics(samplers.make_sampler(policy, **build), ex.sim_rounds)
     assert (ex.tau_max, ex.tau_avg) == (tau.tau_max, tau.tau_avg)
 
 

@@ -17,8 +17,8 @@ from aoi_fl.aoi.skew import (
     skew_sensitivity,
 )
 from aoi_fl.core.models import build_model
+from aoi_fl.core.tensors import TensorSplit
 from aoi_fl.core.train import FederatedData, FederatedTrainer, TrainSettings
-from aoi_fl.data.datasets import TensorSplit
 from aoi_fl.pipeline.runs import client_sizes, run_experiment
 
 

@@ -20,7 +20,7 @@ from aoi_fl.core.engines import (
 )
 from aoi_fl.core.models import build_model
 from aoi_fl.core.selection import Sampler, Selection
-from aoi_fl.core.tensors import gather_rows, stack
+from aoi_fl.core.tensors import TensorSplit, gather_rows, stack
 from aoi_fl.core.train import (
     ConstantLR,
     ExponentialDecay,
@@ -30,7 +30,6 @@ from aoi_fl.core.train import (
     TrainSettings,
     rounds_to_target,
 )
-from aoi_fl.data.datasets import TensorSplit
 
 SIZES = [37, 120, 51, 80, 12, 100]  # unequal, none a multiple of the batch size below
 

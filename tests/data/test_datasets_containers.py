@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
+from aoi_fl.core.tensors import TensorSplit
 from aoi_fl.data.datasets import (
     NORMALIZATION,
-    TensorSplit,
     client_tensors,
     load_dataset,
     normalize_images,

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from aoi_fl.core import delays as trace_delays
 from aoi_fl.data.datasets import load_dataset, load_mnist, normalize_mnist
 from aoi_fl.fedsum import delays
 from aoi_fl.fedsum import experiments as fx
@@ -154,7 +155,7 @@ def test_run_planned_caches_small_summaries_and_reuses_them(tmp_path, monkeypatc
     assert s.eval_round.tolist() == full.history["eval_round"]
     assert s.test_accuracy.tolist() == full.history["test_accuracy"]
     assert s.active.tolist() == [len(ids) for ids in full.history["selected"]]
-    assert s.tau_max == delays.trace_metrics(full.history["selected"], 10).tau_max
+    assert s.tau_max == trace_delays.trace_metrics(full.history["selected"], 10).tau_max
     assert s.communication == (2, 1) and out[2].communication == (1, 1)
     sizes = runs.build_trainer(planned[0].config, DATA).data.sizes
     losses = np.asarray(full.history["client_losses"])

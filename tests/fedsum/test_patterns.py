@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aoi_fl.aoi.samplers import make_sampler
+from aoi_fl.core import delays as trace_delays
 from aoi_fl.fedsum import delays
 from aoi_fl.fedsum.patterns import (
     PATTERNS,
@@ -181,16 +182,16 @@ def brute_force_delays(trace, n):
 @settings(max_examples=100, deadline=None)
 def test_streaming_delays_equal_the_definition(case):
     n, trace = case
-    got = delays.delays(trace, n)
+    got = trace_delays.delays(trace, n)
     assert got.tolist() == brute_force_delays(trace, n)
-    m = delays.trace_metrics(trace, n)
+    m = trace_delays.trace_metrics(trace, n)
     assert m.tau_max == max(got) and m.tau_avg == pytest.approx(np.mean(got))
     assert m.tau_avg <= m.tau_max  # App. F
     assert m.mean_active == pytest.approx(np.mean([len(s) for s in trace]))
 
 
 def test_full_participation_has_zero_delay():
-    m = delays.sampler_metrics(Bernoulli(5, 1.0), 50)
+    m = trace_delays.sampler_metrics(Bernoulli(5, 1.0), 50)
     assert (m.tau_max, m.tau_avg, m.mean_active) == (0, 0.0, 5.0)
 
 
@@ -199,13 +200,13 @@ def test_deterministic_cyclic_delays_closed_form(n, s):
     rounds = 60
     sampler = DeterministicCyclic(n, s)
     trace = [sampler.sample().ids for _ in range(rounds)]
-    got = delays.delays(trace, n)
+    got = trace_delays.delays(trace, n)
     want = delays.deterministic_cyclic_delays(n, s, rounds)
     assert got.tolist() == want.tolist()
     m = n // s
     assert got.max() == m - 1 <= delays.deterministic_cyclic_bound(n, s)  # Lemma F.4
     # closed form of tau_avg: (1/T) sum_t min(t + 1, m - 1)
-    assert delays.trace_metrics(trace, n).tau_avg == pytest.approx(
+    assert trace_delays.trace_metrics(trace, n).tau_avg == pytest.approx(
         sum(min(t + 1, m - 1) for t in range(rounds)) / rounds
     )
 
@@ -214,7 +215,7 @@ def test_deterministic_cyclic_delays_closed_form(n, s):
 def test_reshuffled_cyclic_delays_within_their_closed_form_range(n, s, seed):
     sampler = ReshuffledCyclic(n, s, seed)
     rounds = 400
-    got = delays.delays([sampler.sample().ids for _ in range(rounds)], n)
+    got = trace_delays.delays([sampler.sample().ids for _ in range(rounds)], n)
     m = n // s
     for t, tau in enumerate(got):
         lo, hi = delays.reshuffled_cyclic_delay_range(n, s, t)
@@ -237,12 +238,14 @@ def test_paper_bounds_numbers():
 def test_markov_bound_is_sure_for_a_deterministic_age_and_holds_in_simulation():
     optimal = make_sampler("markov_optimal", n=100, m=20, seed=0)
     assert delays.markov_bound(optimal.p, 100, 500) == 4.0  # p = (0, 0, 0, 0, 1, ...)
-    assert delays.sampler_metrics(optimal, 500).tau_max <= 4
+    assert trace_delays.sampler_metrics(optimal, 500).tau_max <= 4
     linear = make_sampler("markov_nonoptimal", n=100, m=20, seed=0)
     bound = delays.markov_bound(linear.p, 100, 500)
     assert bound == pytest.approx(22.91, abs=0.01)  # m' = 10, q = 1 - p_10 = 0.387
     taus = [
-        delays.sampler_metrics(make_sampler("markov_nonoptimal", n=100, m=20, seed=s), 500).tau_max
+        trace_delays.sampler_metrics(
+            make_sampler("markov_nonoptimal", n=100, m=20, seed=s), 500
+        ).tau_max
         for s in range(5)
     ]
     assert np.mean(taus) <= bound
@@ -257,8 +260,8 @@ def test_markov_bound_is_sure_for_a_deterministic_age_and_holds_in_simulation():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: delays.DelayTracker(3).update([3]), r"client ids must lie in \[0, 3\)"),
-        (lambda: delays.DelayTracker(3).tau_avg, "at least one round"),
+        (lambda: trace_delays.DelayTracker(3).update([3]), r"client ids must lie in \[0, 3\)"),
+        (lambda: trace_delays.DelayTracker(3).tau_avg, "at least one round"),
         (lambda: delays.deterministic_cyclic_delays(10, 3, 5), "s to divide n"),
         (lambda: delays.bernoulli_bound(0.0, 10, 10), "delta must be > 0"),
         (lambda: delays.uniform_bound(10, 11, 10), "s must be <= 10"),

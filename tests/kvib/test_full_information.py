@@ -8,9 +8,8 @@ import torch
 
 from aoi_fl.core.engines import LocalTraining, local_batches
 from aoi_fl.core.models import LinearRegression, LogisticRegression
-from aoi_fl.core.tensors import stack
+from aoi_fl.core.tensors import TensorSplit, stack
 from aoi_fl.core.train import TrainSettings
-from aoi_fl.data.datasets import TensorSplit
 from aoi_fl.kvib.estimators import FULL_INFORMATION_KEYS, dynamic_regret
 from aoi_fl.pipeline import runs
 from aoi_fl.pipeline.cache import config_key
