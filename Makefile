@@ -74,6 +74,7 @@ figures: venv data
 lint: venv
 	$(PY) -m ruff check aoi_fl tests benchmarks scripts
 	$(PY) -m ruff format --check aoi_fl tests benchmarks scripts
+	$(VENV)/bin/lint-imports --no-logo --no-cache
 
 unit: venv data
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile tests

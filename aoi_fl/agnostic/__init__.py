@@ -6,3 +6,8 @@ Algorithms and theory: the two aggregation rules of Algorithm 1, the induced wei
 objectives they minimise (:mod:`~aoi_fl.agnostic.algorithms`). Experiments (Figs 1-2):
 configurations (:mod:`~aoi_fl.agnostic.experiments`), tables (:mod:`~aoi_fl.agnostic.results`).
 """
+
+#: read by :mod:`aoi_fl.pipeline.plugins`: the modules whose import registers this paper's samplers,
+#: algorithms and styles, and the module of its ledger rows
+REGISTERS = ("algorithms", "samplers", "experiments")
+CLAIMS = "claims"

@@ -7,3 +7,8 @@ selection skew rho (eq. 24, :mod:`~aoi_fl.aoi.skew`). Samplers: the four policie
 (:mod:`~aoi_fl.aoi.experiments`), tables (:mod:`~aoi_fl.aoi.results`), figures
 (:mod:`~aoi_fl.aoi.figures`).
 """
+
+#: read by :mod:`aoi_fl.pipeline.plugins`: the modules whose import registers this paper's samplers,
+#: algorithms and styles, and the module of its ledger rows
+REGISTERS = ("samplers",)
+CLAIMS = "claims"

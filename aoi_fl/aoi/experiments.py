@@ -34,7 +34,7 @@ Panels (:data:`PANELS`, per profile; ``paper`` differs from ``cpu`` only in seed
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -464,6 +464,19 @@ LOCAL_OPTIMUM_CRITERION = {
 }
 
 
+def split_of(config: Mapping[str, Any]) -> str:
+    """The split a run's partition belongs to: ``iid``, or ``noniid`` for any other."""
+    return "iid" if config["partition"]["name"] == "iid" else "noniid"
+
+
+def group_runs(results: Iterable[Any]) -> dict[tuple[str, str], list[Any]]:
+    """Results grouped by (split, policy), each group ordered by seed."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for r in results:
+        groups.setdefault((split_of(r.config), r.config["sampler"]["name"]), []).append(r)
+    return {k: sorted(v, key=lambda r: r.config["training"]["seed"]) for k, v in groups.items()}
+
+
 def _without_seeds(config: Mapping[str, Any]) -> dict[str, Any]:
     """A resolved configuration with every seed removed (what the seeds of a panel share)."""
     return {
@@ -525,7 +538,6 @@ def selection_skew(
     """
     import pandas as pd
 
-    from aoi_fl.aoi.results import group_runs
     from aoi_fl.pipeline.paired import sample_sd
     from aoi_fl.pipeline.runs import client_sizes, resolve_config
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from aoi_fl.aoi.experiments import PAPER_MODELS, group_runs, split_of
 from aoi_fl.pipeline.paired import (
     PairedInterval,
     Verdict,
@@ -20,18 +21,6 @@ from aoi_fl.pipeline.paired import (
     sample_sd,
     verdict,
 )
-
-
-def _split_of(config: Mapping[str, Any]) -> str:
-    return "iid" if config["partition"]["name"] == "iid" else "noniid"
-
-
-def group_runs(results: Iterable[Any]) -> dict[tuple[str, str], list[Any]]:
-    """Results grouped by (split, policy), each group ordered by seed."""
-    groups: dict[tuple[str, str], list[Any]] = {}
-    for r in results:
-        groups.setdefault((_split_of(r.config), r.config["sampler"]["name"]), []).append(r)
-    return {k: sorted(v, key=lambda r: r.config["training"]["seed"]) for k, v in groups.items()}
 
 
 def accuracy_curves(runs: Sequence[Any], *, common: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -118,8 +107,6 @@ def substitute_model(results: Iterable[Any], dataset: str) -> bool:
     """Whether some run trains another model than the paper's for ``dataset``
     (:data:`experiments.PAPER_MODELS`, "a CNN as in McMahan et al."): its verdicts on the
     paper's claims can be neither "held" nor "not held" (:func:`paired_table`)."""
-    from aoi_fl.aoi.experiments import PAPER_MODELS
-
     return any(r.config["model"]["name"] != PAPER_MODELS[dataset] for r in results)
 
 
@@ -130,7 +117,7 @@ def diverged_runs(results: Iterable[Any]) -> set[tuple[str, str, int]]:
     from aoi_fl.pipeline.claims import diverged
 
     return {
-        (_split_of(r.config), r.config["sampler"]["name"], r.config["training"]["seed"])
+        (split_of(r.config), r.config["sampler"]["name"], r.config["training"]["seed"])
         for r in results
         if diverged(r.history["test_loss"])
     }

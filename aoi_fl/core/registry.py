@@ -11,8 +11,9 @@ usable as soon as that file is imported: nothing else needs an edit. A factory t
 ``**options`` on declares them (:func:`declare_options`), so that a configuration naming an
 unknown option, or missing a required one, is told the valid ones before anything runs.
 
-The registries fill as modules are imported; :mod:`aoi_fl.pipeline.runs` imports every module
-of the four papers, so after it everything here is complete.
+The registries fill as modules are imported; :func:`aoi_fl.pipeline.plugins.load` imports every
+paper package's registering modules (the pipeline calls it before it looks a name up), and carries
+a user's registrations into worker processes.
 """
 
 from __future__ import annotations
@@ -60,10 +61,13 @@ ALGORITHMS: dict[str, Callable[..., Any]] = {}
 STYLES: dict[str, Style] = {}
 #: family title -> the names that share a figure
 FAMILIES: dict[str, tuple[str, ...]] = {}
+#: training mode -> the per-round recorder a paper supplies for it (``"full_information"``)
+RECORDERS: dict[str, Any] = {}
 
 
-def _origin(obj: Any) -> tuple[str, str]:
-    obj = getattr(obj, "func", obj)  # functools.partial
+def origin(obj: Any) -> tuple[str, str]:
+    """(module, qualified name) where a factory is defined (through a ``functools.partial``)."""
+    obj = getattr(obj, "func", obj)
     return getattr(obj, "__module__", ""), getattr(obj, "__qualname__", repr(obj))
 
 
@@ -72,7 +76,7 @@ def _add(kind: str, table: dict[str, Any], name: str, value: Any) -> None:
         raise ValueError(f"{kind} name must be a non-empty string, got {name!r}")
     # the papers reuse words ("uniform"): a silent overwrite would train or draw the wrong
     # thing; re-importing the defining module (same origin) is harmless
-    if name in table and _origin(table[name]) != _origin(value):
+    if name in table and origin(table[name]) != origin(value):
         raise ValueError(f"{kind} {name!r} is registered twice: {table[name]!r} and {value!r}")
     table[name] = value
 
@@ -125,6 +129,11 @@ def register_algorithm(name: str, factory: Callable[..., Any], style: Style | No
     _add("algorithm", ALGORITHMS, name, factory)
     if style is not None:
         register_style(name, style)
+
+
+def register_recorder(mode: str, recorder: Any) -> None:
+    """The per-round recorder the trainer uses in training mode ``mode`` (a paper's metrics)."""
+    _add("recorder", RECORDERS, mode, recorder)
 
 
 def register_family(title: str, names: Iterable[str]) -> None:

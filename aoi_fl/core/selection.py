@@ -5,7 +5,7 @@ produce one :class:`Selection` per round: the selected client ids and their aggr
 (eq. 15: ``theta = sum_{i in S} w_i theta_i``). Adaptive samplers additionally receive feedback
 after a round through :meth:`Sampler.feedback`.
 
-The unbiased samplers of the K-Vib paper (:mod:`aoi_fl.kvib.samplers`) also say how they drew
+The unbiased samplers of the K-Vib paper (its ``samplers`` module) also say how they drew
 the clients (``procedure``, one of :data:`PROCEDURES`) and with which probabilities, so that the
 trainer can measure their estimator's cost and variance; a sampler that needs every client's
 update norm before it samples (the full-information optimum) gets them through

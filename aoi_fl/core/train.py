@@ -28,9 +28,9 @@ In the ``full_information`` mode (the K-Vib paper's metrics) *every* client trai
 round's model before the sampler draws; the sampler may see all update norms
 (:meth:`Sampler.inform`, used only by the full-information optimum), only the selected clients'
 updates are aggregated, and a :class:`RoundRecorder` given to the trainer records what it
-computes from every client's update each round (the K-Vib paper's costs and estimation errors:
-:data:`aoi_fl.kvib.experiments.KVIB_RECORDER`). The selected clients' updates are the same as
-without the mode (mini-batches depend only on (seed, round, client)), so it changes no
+computes from every client's update each round (the K-Vib paper's costs and estimation errors,
+the recorder it registers in ``registry.RECORDERS``). The selected clients' updates are the same
+as without the mode (mini-batches depend only on (seed, round, client)), so it changes no
 trajectory.
 """
 
@@ -250,7 +250,7 @@ class TrainSettings:
     #: (up to) this many of its samples (0: off); needed for the selection skew rho (eq. 24)
     client_loss_samples: int = 0
     #: train every client every round and record the K-Vib metrics (module docstring); needs a
-    #: sampler whose selections carry probabilities (:mod:`aoi_fl.kvib.samplers`)
+    #: sampler whose selections carry probabilities (the K-Vib paper's unbiased samplers)
     full_information: bool = False
     #: record each round's selected ids, weights and update norms (off: scalar records only,
     #: which keeps long grids of cached results small)

@@ -8,3 +8,8 @@ the compared methods (:mod:`~aoi_fl.fedsum.baselines`). Experiments (Figs 1-4, 1
 configurations (:mod:`~aoi_fl.fedsum.experiments`), tables (:mod:`~aoi_fl.fedsum.results`),
 figures (:mod:`~aoi_fl.fedsum.figures`).
 """
+
+#: read by :mod:`aoi_fl.pipeline.plugins`: the modules whose import registers this paper's samplers,
+#: algorithms and styles, and the module of its ledger rows
+REGISTERS = ("patterns", "algorithms", "baselines", "experiments")
+CLAIMS = "claims"

@@ -6,3 +6,8 @@ Theory: sampling procedures, the unbiased estimator, its variance and the optima
 (:mod:`~aoi_fl.kvib.samplers`). Experiments (Figs 2-4, 6-7): configurations
 (:mod:`~aoi_fl.kvib.experiments`), tables (:mod:`~aoi_fl.kvib.results`).
 """
+
+#: read by :mod:`aoi_fl.pipeline.plugins`: the modules whose import registers this paper's samplers,
+#: algorithms and styles, and the module of its ledger rows
+REGISTERS = ("samplers", "experiments")
+CLAIMS = "claims"

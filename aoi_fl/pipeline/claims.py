@@ -36,6 +36,7 @@ from scipy import stats as scipy_stats
 
 from aoi_fl.core.train import rounds_to_target
 from aoi_fl.core.validation import require_choice
+from aoi_fl.pipeline import plugins
 
 VERDICTS = (
     "held",
@@ -275,20 +276,11 @@ def untested_table(statements: Iterable[Untested] | None = None):
     import pandas as pd
 
     if statements is None:
-        statements = [u for module in _paper_claim_modules() for u in module.UNTESTED]
+        statements = [u for module in plugins.claim_modules() for u in module.UNTESTED]
     return pd.DataFrame(
         [(u.paper, u.ref, u.statement, u.reason) for u in statements],
         columns=["paper", "ref", "statement", "reason"],
     )
-
-
-def _paper_claim_modules() -> list:
-    from aoi_fl.agnostic import claims as agnostic_claims
-    from aoi_fl.aoi import claims as aoi_claims
-    from aoi_fl.fedsum import claims as fedsum_claims
-    from aoi_fl.kvib import claims as kvib_claims
-
-    return [aoi_claims, agnostic_claims, kvib_claims, fedsum_claims]
 
 
 def default_builders(
@@ -297,5 +289,5 @@ def default_builders(
     """The papers whose claims are in the ledger, reading ``profile``'s cached results."""
     return [
         (lambda module=module: module.claims(profile, results_dir=results_dir, data_root=data_root))
-        for module in _paper_claim_modules()
+        for module in plugins.claim_modules()
     ]

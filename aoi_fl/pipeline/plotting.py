@@ -20,6 +20,7 @@ from matplotlib.patches import Circle, FancyArrowPatch
 from aoi_fl.core import registry
 from aoi_fl.core.registry import PALETTE, Style
 from aoi_fl.core.validation import require_choice
+from aoi_fl.pipeline import plugins
 from aoi_fl.pipeline.profiles import PROFILES
 
 PAPER_STYLE = {"color": "0.35", "linestyle": ":", "linewidth": 1.2}
@@ -30,11 +31,11 @@ def style(name: str) -> Style:
     """The fixed style of a policy, algorithm, rule or pattern (:mod:`aoi_fl.core.registry`).
 
     Styles are registered where their names are defined; a name not registered yet loads every
-    paper's modules first (through :mod:`aoi_fl.pipeline.runs`), so that a notebook which has
-    imported only a paper's tables still finds its algorithms' styles.
+    paper's modules first (:func:`plugins.load`), so that a notebook which has imported only a
+    paper's tables still finds its algorithms' styles.
     """
     if name not in registry.STYLES:
-        import aoi_fl.pipeline.runs  # noqa: F401  (imports every registering module)
+        plugins.load()
     return registry.style(name)
 
 

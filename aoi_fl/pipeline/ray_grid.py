@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,22 +29,28 @@ os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
 
 import aoi_fl  # noqa: E402  (after the telemetry switch: ray reads it on import)
+from aoi_fl.pipeline import plugins  # noqa: E402
 
 
 def _train(
-    config: dict, data_root: str, threads: int, device: str | None
+    run: Callable[..., Any],
+    config: dict,
+    data_root: str,
+    threads: int,
+    device: str | None,
+    shipped: tuple,
 ) -> tuple[dict, dict, bytes | None]:
-    """Train one configuration in a throw-away cache; return what the driver stores."""
+    """Train one configuration with ``run`` (``run_experiment``, sent by reference) in a
+    throw-away cache, after registering the user's factories (``shipped``); return what the
+    driver stores."""
     import torch
 
     from aoi_fl.pipeline.cache import ResultStore
-    from aoi_fl.pipeline.runs import run_experiment
 
+    plugins.install(shipped)
     torch.set_num_threads(threads)
     with tempfile.TemporaryDirectory(prefix="aoi-fl-ray-") as tmp:
-        result = run_experiment(
-            config, cache_dir=tmp, progress=False, data_root=data_root, device=device
-        )
+        result = run(config, cache_dir=tmp, progress=False, data_root=data_root, device=device)
         stored, arrays = ResultStore(tmp).load(result.config)
         weights = Path(tmp) / "weights" / f"{result.key}.npz"
         return stored, arrays, (weights.read_bytes() if weights.exists() else None)
@@ -53,13 +59,16 @@ def _train(
 def ray_results(
     jobs: Mapping[int, tuple[dict, str | None]],
     *,
+    run: Callable[..., Any],
+    shipped: tuple = (),
     data_root: str,
     address: str = "local",
     num_cpus: int | None = None,
     threads: int = 1,
 ) -> Iterator[tuple[int, dict, dict, bytes | None]]:
-    """``(i, stored result, arrays, weights)`` for every job ``i: (config, device)``, in the
-    order the tasks finish."""
+    """``(i, stored result, arrays, weights)`` for every job ``i: (config, device)``, trained by
+    ``run`` (:func:`aoi_fl.pipeline.runs.run_experiment`) after :func:`plugins.install` of
+    ``shipped``, in the order the tasks finish."""
     import ray
 
     if not isinstance(address, str) or not address:
@@ -86,7 +95,7 @@ def ray_results(
     try:
         task = ray.remote(num_cpus=threads)(_train)
         pending = {
-            task.remote(config, str(data_root), threads, device): i
+            task.remote(run, config, str(data_root), threads, device, shipped): i
             for i, (config, device) in jobs.items()
         }
         while pending:

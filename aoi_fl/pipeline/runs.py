@@ -30,16 +30,6 @@ from typing import Any
 import numpy as np
 import torch
 
-# imported for what they register (samplers, algorithms, styles): every paper's modules
-import aoi_fl.agnostic.algorithms
-import aoi_fl.agnostic.experiments
-import aoi_fl.agnostic.samplers
-import aoi_fl.aoi.samplers
-import aoi_fl.fedsum.algorithms
-import aoi_fl.fedsum.baselines
-import aoi_fl.fedsum.experiments
-import aoi_fl.fedsum.patterns
-import aoi_fl.kvib.samplers  # noqa: F401
 from aoi_fl.core import registry
 from aoi_fl.core.algorithms import Algorithm
 from aoi_fl.core.device import requested_device
@@ -63,8 +53,7 @@ from aoi_fl.data.partition import (
     lognormal_sizes,
     zipf_sizes,
 )
-from aoi_fl.kvib.experiments import KVIB_RECORDER
-from aoi_fl.pipeline import config_checks
+from aoi_fl.pipeline import config_checks, plugins
 from aoi_fl.pipeline.cache import (
     CheckpointStore,
     ResultStore,
@@ -205,7 +194,7 @@ def _training_parts(
 
 #: sampler name -> function(n, sizes, **options) -> Sampler (``sizes``: the clients' data sizes)
 #: and algorithm name -> constructor(**options): the registries of :mod:`aoi_fl.core.registry`,
-#: complete once the modules imported above have registered what they define
+#: complete once :func:`plugins.load` (called at the end of this module) has imported the papers
 SAMPLERS = registry.SAMPLERS
 #: where :func:`run_grid` trains missing runs: this machine's processes, or Ray
 EXECUTORS = ("local", "ray")
@@ -323,9 +312,15 @@ def build_trainer(
         settings,
         lr_schedule=lr_schedule,
         algorithm=algorithm,
-        recorder=KVIB_RECORDER if settings.full_information else None,
+        recorder=_recorder() if settings.full_information else None,
         device=device,
     )
+
+
+def _recorder() -> Any:
+    # the full-information mode's per-round metrics are a paper's (K-Vib's), registered by it
+    mode = require_choice("training mode", "full_information", registry.RECORDERS)
+    return registry.RECORDERS[mode]
 
 
 @dataclass(frozen=True)
@@ -465,8 +460,9 @@ def cached_results(
     return found, missing
 
 
-def _run_one(args: tuple[dict, str, bool, str, int | None, str | None]) -> str:
-    config, cache_dir, rerun, data_root, threads, device = args
+def _run_one(args: tuple[dict, str, bool, str, int | None, str | None, tuple]) -> str:
+    config, cache_dir, rerun, data_root, threads, device, shipped = args
+    plugins.install(shipped)  # in a spawned worker: the user's samplers and algorithms
     if threads is not None:
         torch.set_num_threads(threads)
     return run_experiment(
@@ -531,16 +527,22 @@ def run_grid(
     todo = [i for i, c in enumerate(configs) if rerun or store.load(c) is None]
     if todo:
         _require_writable(cache_dir)
+    # what other processes need of the user's registrations, refused here if they cannot have it
+    on_ray = executor == "ray"
+    apart = bool(todo) and (on_ray or workers > 1)
+    shipped = plugins.shipped((configs[i] for i in todo), by_value=on_ray) if apart else ()
     for i in sorted(set(range(len(configs))) - set(todo)):
         finish(i, trained=False)
     own = threads if workers > 1 else None
-    jobs = {i: (configs[i], cache_dir, rerun, data_root, own, devices[i]) for i in todo}
-    if executor == "ray" and todo:
+    jobs = {i: (configs[i], cache_dir, rerun, data_root, own, devices[i], shipped) for i in todo}
+    if on_ray and todo:
         from aoi_fl.pipeline.ray_grid import ray_results, store_result
 
         address = ray_address or os.environ.get("RAY_ADDRESS") or "local"
         results_iter = ray_results(
             {i: (configs[i], devices[i]) for i in todo},
+            run=run_experiment,
+            shipped=shipped,
             data_root=data_root,
             address=address,
             num_cpus=workers,
@@ -569,3 +571,7 @@ def _progress(items: Iterable, enabled: bool, unit: str, total: int | None = Non
     from tqdm import tqdm  # plain bars: tqdm.auto warns (with a machine path) without ipywidgets
 
     return tqdm(items, unit=unit, total=total)
+
+
+# the papers' samplers, algorithms and styles, so that the tables above are complete on import
+plugins.load()
