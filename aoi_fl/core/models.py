@@ -13,6 +13,7 @@ whole state is its parameters.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -50,6 +51,26 @@ class _SeededSequential(nn.Sequential):
         init_parameters(self, seed)
 
 
+def _conv_relu_pool(c_in: int, c_out: int, kernel: int) -> list[nn.Module]:
+    """A 'same'-padded conv, ReLU and 2x2 max-pool: the block of the MNIST and FedSUM CNNs."""
+    return [nn.Conv2d(c_in, c_out, kernel, padding=kernel // 2), nn.ReLU(), nn.MaxPool2d(2)]
+
+
+def _two_blocks_then_mlp(
+    c_in: int, widths: tuple[int, int], kernel: int, side: int, hidden: tuple[int, ...], out: int
+) -> list[nn.Module]:
+    """Two conv-ReLU-pool blocks, then fully connected layers of widths ``hidden`` with ReLUs
+    between them, to ``out`` logits (``side``: the feature map's side after the pools)."""
+    fc = (side * side * widths[1], *hidden)
+    return [
+        *_conv_relu_pool(c_in, widths[0], kernel),
+        *_conv_relu_pool(*widths, kernel),
+        nn.Flatten(),
+        *(layer for a, b in itertools.pairwise(fc) for layer in (nn.Linear(a, b), nn.ReLU())),
+        nn.Linear(fc[-1], out),
+    ]
+
+
 class McMahanCNN(_SeededSequential):
     """The MNIST "CNN as in McMahan et al." (2017): 1,663,370 parameters.
 
@@ -59,21 +80,7 @@ class McMahanCNN(_SeededSequential):
 
     def __init__(self, num_classes: int = 10, seed: int = 0) -> None:
         num_classes = require_int("num_classes", num_classes, minimum=2)
-        super().__init__(
-            seed,
-            lambda: [
-                nn.Conv2d(1, 32, 5, padding=2),
-                nn.ReLU(),
-                nn.MaxPool2d(2),
-                nn.Conv2d(32, 64, 5, padding=2),
-                nn.ReLU(),
-                nn.MaxPool2d(2),
-                nn.Flatten(),
-                nn.Linear(7 * 7 * 64, 512),
-                nn.ReLU(),
-                nn.Linear(512, num_classes),
-            ],
-        )
+        super().__init__(seed, lambda: _two_blocks_then_mlp(1, (32, 64), 5, 7, (512,), num_classes))
 
 
 class McMahanCifarCNN(_SeededSequential):
@@ -136,9 +143,7 @@ class SmallCNN(_SeededSequential):
         super().__init__(
             seed,
             lambda: [
-                nn.Conv2d(1, 10, 3, padding=1),
-                nn.ReLU(),
-                nn.MaxPool2d(2),
+                *_conv_relu_pool(1, 10, 3),
                 nn.Conv2d(10, 20, 3, padding=1),
                 nn.Dropout(dropout),
                 nn.ReLU(),
@@ -164,21 +169,7 @@ class FedSUMCifarCNN(_SeededSequential):
     def __init__(self, num_classes: int = 10, seed: int = 0) -> None:
         num_classes = require_int("num_classes", num_classes, minimum=2)
         super().__init__(
-            seed,
-            lambda: [
-                nn.Conv2d(3, 32, 3, padding=1),
-                nn.ReLU(),
-                nn.MaxPool2d(2),
-                nn.Conv2d(32, 32, 3, padding=1),
-                nn.ReLU(),
-                nn.MaxPool2d(2),
-                nn.Flatten(),
-                nn.Linear(8 * 8 * 32, 256),
-                nn.ReLU(),
-                nn.Linear(256, 64),
-                nn.ReLU(),
-                nn.Linear(64, num_classes),
-            ],
+            seed, lambda: _two_blocks_then_mlp(3, (32, 32), 3, 8, (256, 64), num_classes)
         )
 
 

@@ -232,18 +232,18 @@ def _dataset(spec: Mapping[str, Any], datasets: Table) -> DatasetFacts | None:
     return _dry_run("dataset", options, lambda: dataset_facts(name, options))
 
 
-def _natural(n_clients: int, dataset: str, facts: DatasetFacts | None) -> None:
-    if facts is None:
-        return
-    if facts.clients is None:
+def check_natural(n_clients: int, dataset: str, clients: int | None) -> None:
+    """Partition ``natural`` of ``dataset``, generated with ``clients`` clients (None: not
+    generated client by client), into ``n_clients``: raise ValueError unless it exists."""
+    if clients is None:
         raise ValueError(
             f"partition 'natural' needs a dataset generated client by client; {dataset!r} has "
             "no natural partition (use e.g. 'iid' or 'dirichlet')"
         )
-    if facts.clients != n_clients:
+    if clients != n_clients:
         raise ValueError(
             f"partition.n_clients={n_clients} but dataset {dataset!r} is generated with "
-            f"{facts.clients} clients (its n_clients)"
+            f"{clients} clients (its n_clients)"
         )
 
 
@@ -260,8 +260,8 @@ def _partition(
             check(f"partition.{key}", options[key])
     if "min_size" in options:
         require_int("partition.min_size", options["min_size"], minimum=MIN_SIZE_FLOOR.get(name, 1))
-    if name == "natural":
-        _natural(n_clients, dataset, facts)
+    if name == "natural" and facts is not None:  # a dataset without facts is checked on load
+        check_natural(n_clients, dataset, facts.clients)
     return n_clients
 
 

@@ -109,15 +109,8 @@ def _lognormal_dirichlet(
 
 def _natural(bundle: DatasetBundle, n_clients: int) -> list[np.ndarray]:
     """The clients a natively federated dataset was generated with."""
-    if bundle.partition is None:
-        raise ValueError(
-            f"partition 'natural' needs a dataset generated client by client; {bundle.name!r} "
-            "has no natural partition (use e.g. 'iid' or 'dirichlet')"
-        )
-    if len(bundle.partition) != n_clients:
-        raise ValueError(
-            f"n_clients={n_clients} but dataset {bundle.name!r} has {len(bundle.partition)} clients"
-        )
+    clients = None if bundle.partition is None else len(bundle.partition)
+    config_checks.check_natural(n_clients, bundle.name, clients)
     return list(bundle.partition)
 
 
@@ -518,21 +511,25 @@ def run_grid(
     store = ResultStore(cache_dir)
     results: dict[int, ExperimentResult] = {}
 
-    def finish(i: int, *, trained: bool = True) -> None:
-        result = run_experiment(configs[i], cache_dir=cache_dir, data_root=data_root)
-        results[i] = dataclasses.replace(result, cached=not trained)
+    def finish(i: int, hit: tuple | None = None) -> None:
+        # a run trained just now is read back from the cache, as a cached one was read already
+        trained = hit is None
+        hit = store.load(configs[i]) if trained else hit
+        results[i] = dataclasses.replace(_cached(configs[i], hit), cached=not trained)
         if on_result is not None:
             on_result(i, results[i])
 
-    todo = [i for i, c in enumerate(configs) if rerun or store.load(c) is None]
+    loaded = {} if rerun else {i: store.load(c) for i, c in enumerate(configs)}
+    hits = {i: hit for i, hit in loaded.items() if hit is not None}
+    todo = [i for i in range(len(configs)) if i not in hits]
     if todo:
         _require_writable(cache_dir)
     # what other processes need of the user's registrations, refused here if they cannot have it
     on_ray = executor == "ray"
     apart = bool(todo) and (on_ray or workers > 1)
     shipped = plugins.shipped((configs[i] for i in todo), by_value=on_ray) if apart else ()
-    for i in sorted(set(range(len(configs))) - set(todo)):
-        finish(i, trained=False)
+    for i, hit in hits.items():
+        finish(i, hit)
     own = threads if workers > 1 else None
     jobs = {i: (configs[i], cache_dir, rerun, data_root, own, devices[i], shipped) for i in todo}
     if on_ray and todo:
