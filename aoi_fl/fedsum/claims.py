@@ -45,6 +45,7 @@ from aoi_fl.fedsum import delays, patterns
 from aoi_fl.fedsum import experiments as fx
 from aoi_fl.fedsum import results as fr
 from aoi_fl.fedsum.experiments import LAST, PAPER_ROUNDS
+from aoi_fl.pipeline import plugins
 from aoi_fl.pipeline.claims import VERDICT_GROUP, VERDICT_PATTERN, Claim, Untested
 
 #: the one-sided level of the confidence limit of mean tau_max against a bound on E[tau_max]
@@ -151,7 +152,9 @@ def bound_cases(n: int, s: int, t: int) -> dict[str, BoundCase]:
     """Every App. F bound notebook 14 checks, in its order: key (``lemf<k>.<pattern>``, the
     ledger's ``fedsum.<key>``) -> :class:`BoundCase`. Lemma F.2's proof needs only
     independent rounds with p_i^t >= delta, so P3, biased sampling and AoI Policy 2 are
-    covered with delta their least probability."""
+    covered with delta their least probability. The AoI policies come from the registry (the
+    AoI paper registers them; :func:`plugins.load`)."""
+    plugins.load()
     p = s / n
     p3_low = p * (0.7 - 0.3)  # min_t p^t of P3
     biased_low = float(patterns.biased_probabilities(n).min())

@@ -103,6 +103,98 @@ def final_table(summaries: Iterable[Any], last: int = 3, threshold: float | None
     return pd.DataFrame(rows).set_index(["pattern", "algorithm"])
 
 
+#: the test accuracy whose first reach the tables of notebooks 15-16 report, per profile (ours:
+#: the paper gives no numbers)
+THRESHOLD = {"smoke": 0.1, "cpu": 0.7, "paper": 0.95}
+#: Cases 1-4 of Sec. 2.1 (P1 and P2 are Cases 1 and 2), over which claim (iii) reads FedSUM
+FOUR_CASES = ("P1", "P2", "cyclic", "reshuffled")
+
+
+def label_histogram(config: dict[str, Any], data_root: str) -> tuple[np.ndarray, int]:
+    """Fig. 4: (samples per client and label, shape (clients, labels); the training samples)
+    of the partition a run's ``config`` draws, from the data under ``data_root``."""
+    from aoi_fl.data.partition import label_histogram as histogram
+    from aoi_fl.pipeline.runs import DATASETS, PARTITIONS
+
+    dataset = {k: v for k, v in config["dataset"].items() if k != "name"}
+    bundle = DATASETS[config["dataset"]["name"]](data_root, **dataset)
+    spec = {k: v for k, v in config["partition"].items() if k not in ("name", "n_clients")}
+    n_clients = config["partition"]["n_clients"]
+    clients = PARTITIONS[config["partition"]["name"]](bundle, n_clients, **spec)
+    counts = histogram(bundle.train.y.numpy(), clients, bundle.num_classes)
+    return counts, len(bundle.train)
+
+
+def best_of(values: pd.DataFrame, metric: str) -> pd.Series:
+    """Per row of ``values`` (methods in columns), the method best in ``metric``."""
+    return values.idxmax(axis=1) if HIGHER_IS_BETTER[metric] else values.idxmin(axis=1)
+
+
+def ahead(values: Any, rivals: Any, metric: str) -> Any:
+    """Where ``values`` are better than ``rivals`` in ``metric`` (elementwise)."""
+    return values > rivals if HIGHER_IS_BETTER[metric] else values < rivals
+
+
+def late_loss_ratio(
+    groups: dict[tuple[str, str], list[Any]], patterns: Sequence[str], algorithms: Sequence[str]
+) -> pd.DataFrame:
+    """How fast each method's training loss still falls at the end: its loss at the last
+    evaluation over its loss two evaluations earlier, mean over seeds; patterns in rows,
+    algorithms in columns (smaller: still falling faster)."""
+    return pd.DataFrame(
+        {
+            a: {
+                p: np.mean([r.train_loss[-1] / r.train_loss[-3] for r in groups[(p, a)]])
+                for p in patterns
+            }
+            for a in algorithms
+        }
+    )
+
+
+def four_cases(
+    table: pd.DataFrame, groups: dict[tuple[str, str], list[Any]]
+) -> tuple[pd.DataFrame, dict[str, bool]]:
+    """Claim (iii)'s view of the Figs 9 and 14 panel (``table``: its :func:`final_table`;
+    ``groups``: its runs by :func:`group`): FedSUM's rows under Cases 1-4 (:data:`FOUR_CASES`),
+    and per case whether the first seed's training loss ended below its start."""
+    four = table.xs("fedsum", level="algorithm").loc[list(FOUR_CASES)]
+    first = {p: groups[(p, "fedsum")][0].train_loss for p in four.index}
+    return four, {p: bool(loss[-1] < loss[0]) for p, loss in first.items()}
+
+
+def p_grid_groups(summaries: Iterable[Any]) -> dict[str, list[Any]]:
+    """Fig. 10's runs by p of the grid (``"p=..."``), by increasing p (each ordered by seed)."""
+    by_p = {p: runs for (p, _), runs in group(summaries).items()}
+    return {p: by_p[p] for p in sorted(by_p, key=lambda name: float(name[2:]))}
+
+
+def p_grid_table(summaries: Iterable[Any], last: int) -> pd.DataFrame:
+    """Fig. 10: FedSUM's :func:`final_table` rows over the Bernoulli p grid, by increasing p,
+    with p first and "loss rises", the evaluations of the first seed at which the training loss
+    rose since the previous one (a non-monotone run)."""
+    summaries = list(summaries)
+    by_p = p_grid_groups(summaries)
+    ps = list(by_p)
+    table = final_table(summaries, last=last).xs("fedsum", level="algorithm").loc[ps]
+    table.insert(0, "p", [float(p[2:]) for p in ps])
+    table["loss rises"] = [int(np.sum(np.diff(by_p[p][0].train_loss) > 0)) for p in ps]
+    return table
+
+
+def family_margins(table: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 11: FedSUM-B's and FedSUM-CR's margins over FedSUM (:func:`head_to_head`; positive:
+    better than FedSUM) in final training loss and test accuracy, per pattern."""
+    margins = {
+        label: head_to_head(table, metric, ["fedsum_b", "fedsum_cr"], ["fedsum"])["margin"]
+        for label, metric in (
+            ("train_loss margin", "train_loss"),
+            ("accuracy margin", "test_accuracy"),
+        )
+    }
+    return pd.concat(margins, axis=1)
+
+
 def at_budget(run: Any, metric: str, units: float) -> float:
     """``metric`` of the last evaluation at or before ``units`` of communication (NaN if the
     run evaluated nothing within the budget but its initial model)."""
