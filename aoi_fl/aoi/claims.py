@@ -20,6 +20,7 @@ import numpy as np
 
 from aoi_fl.aoi import experiments, markov, samplers, sigma
 from aoi_fl.aoi import results as summaries
+from aoi_fl.aoi.paper import PAPER_SIGMA, THEOREM1_GRID, WINDOWS
 from aoi_fl.core import registry, stats
 from aoi_fl.data import partition
 from aoi_fl.pipeline import runs
@@ -36,13 +37,6 @@ from aoi_fl.pipeline.claims import (
 )
 
 N, M, M_PRIME, ZIPF_A = experiments.N_CLIENTS, experiments.M_SELECTED, experiments.M_PRIME, 2.0
-#: Fig. 2's Sigma per policy, as printed in the paper's text
-PAPER_SIGMA = {
-    "random": 0.204,
-    "probabilistic": 0.116,
-    "markov_optimal": 0.055,
-    "markov_nonoptimal": 0.061,
-}
 #: the tolerance of a value the theory fixes: 1000-round traces scatter by under 1% (notebook 02).
 #: Two such values within it are equal, so "lower" means lower by more than it (:func:`below`)
 SIGMA_RTOL = 0.05
@@ -54,11 +48,10 @@ SIGMA_RTOL = 0.05
 SIGNIFICANT_RATIO = PAPER_SIGMA["probabilistic"] / PAPER_SIGMA["markov_nonoptimal"]
 #: Zipf realisations for the spread of Policies 1-2's Sigma (as notebook 02)
 ZIPF_SEEDS = 200
-#: Fig. 4: notebook 04's window sizes (the paper's figure is not in our copy and its text names
-#: no range; an ordering of the 0/1 policies of rate m/n leaves out T = 1, where they tie by
-#: construction: :data:`_TIE_AT_1`) and traces. Y counts Policy 2's draws: its client "is
-#: selected l times out of m total selections" (Sec. III-B)
-WINDOWS = (1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300, 500)
+#: Fig. 4: the traces over notebook 04's windows (:data:`WINDOWS`; an ordering of the 0/1
+#: policies of rate m/n leaves out T = 1, where they tie by construction: :data:`_TIE_AT_1`).
+#: Y counts Policy 2's draws: its client "is selected l times out of m total selections"
+#: (Sec. III-B)
 TRACE_SEEDS, TRACE_ROUNDS = 20, 1000
 #: the mean Sigma of the traces against Theorems 3-5: 20 traces of 1000 rounds estimate it to
 #: about 0.5% (sd over traces / sqrt(20), notebook 02); notebook 02 checks its means at 2%
@@ -71,12 +64,6 @@ INTERVAL_RTOL = 0.05
 #: interval of about 6 rounds is one within a round of 6 (one histogram bin); a "concentrated"
 #: peak holds most (more than half) of the intervals within that band
 FIG3_ABOUT, FIG3_TOL = 6, 1
-#: Theorem 1 on notebook 01's grid of (n, m, m'): both of its cases, integer and fractional n/m
-THM1_GRID = (
-    (100, 15, 10), (100, 15, 6), (100, 15, 5), (100, 15, 3), (100, 15, 1), (100, 20, 10),
-    (100, 20, 4), (100, 20, 2), (100, 30, 5), (100, 30, 2), (97, 13, 10), (97, 13, 5),
-    (1000, 150, 10), (10, 3, 1), (10, 10, 1),
-)  # fmt: skip
 #: "the variance stabilises after a few rounds" (Fig. 2 paragraph), fixed before it was
 #: computed: "a few" is at most FEW_ROUNDS = 10 rounds (1% of Fig. 2's 1000 rounds, about 1.5
 #: of Policy 3's 6-7-round selection cycles). From eq. 4's start (every age 0) the per-round
@@ -215,7 +202,7 @@ def theorem1_claims(starts: int = OPTIMISER_STARTS) -> list[Claim]:
         )
     ]
     agree = []
-    for n, m, m_prime in THM1_GRID:
+    for n, m, m_prime in THEOREM1_GRID:
         closed = markov.optimal_variance(n, m, m_prime)
         q = markov.optimal_p(n, m, m_prime)
         scale = max(closed, 1.0)
@@ -233,7 +220,7 @@ def theorem1_claims(starts: int = OPTIMISER_STARTS) -> list[Claim]:
             "c(1 - c), at pi_0 = m/n, and no p found by a numerical optimiser does better",
             None,
             float(np.mean(agree)),
-            f"share of notebook 01's {len(THM1_GRID)} (n, m, m') points (both cases) where the "
+            f"share of notebook 01's {len(THEOREM1_GRID)} (n, m, m') points (both cases) where the "
             f"chain's exact Var[X] equals the closed form (1e-9) and SLSQP from {starts} random "
             f"starts finds nothing lower (by {markov.CONVERGED_RTOL:g})",
             "held" if all(agree) else "not held",

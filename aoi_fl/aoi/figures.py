@@ -1,5 +1,6 @@
-"""What notebooks 05-07 show of a training panel (:mod:`aoi_fl.aoi.experiments`): its runs, the
-Figs 5-7 plot, the per-seed rounds to target and the paired answer to the paper's claim.
+"""What notebooks 05-08 show of the training panels (:mod:`aoi_fl.aoi.experiments`): a panel's
+runs, the Figs 5-7 plot, the per-seed rounds to target and the paired answer to the paper's
+claim (05-07), and Table II's selection skew of the main panels (08).
 
 Kept here, not in the notebooks, because three notebooks show panels the same way.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from aoi_fl.aoi import experiments
@@ -224,12 +226,113 @@ def check_panel(
     return done
 
 
+#: Table II's per-dataset columns (:data:`experiments.SKEW_COLUMNS`): the average rho and how
+#: far it moves with the local optima F_k(theta_k*), then the bounds of Theorem 2's skew terms
+#: (eqs 25-26) with where F* was trained
+SKEW_ESTIMABILITY = list(experiments.SKEW_COLUMNS[:9])
+SKEW_BOUNDS = list(experiments.SKEW_COLUMNS[9:])
+#: the range of the average rho over F_k* moved by its residual and set to 0
+_MOVED = ["rho (F* - residual)", "rho (F* + residual)", "rho (F* = 0)"]
+
+
+def table2(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Table II: the average empirical rho (eq. 24) per policy, one column per (dataset, split)
+    of ``tables`` (:func:`experiments.selection_skew` per dataset; NaN where a policy was not
+    run), then the paper's values for every dataset."""
+    rows = []
+    for policy in experiments.POLICIES:
+        row = {"policy": policy}
+        for dataset, table in tables.items():
+            for split in experiments.SPLITS:
+                row[f"{dataset} {split}"] = (
+                    table.loc[(split, policy), "rho (average)"]
+                    if (split, policy) in table.index
+                    else np.nan
+                )
+        for dataset in experiments.DATASETS:
+            row[f"paper {dataset}"] = experiments.PAPER_SKEW[policy][dataset]
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("policy")
+
+
+def print_table2(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Print and return :func:`table2`."""
+    table = table2(tables)
+    print(
+        "Table II · average empirical rho (ours: mean over the rounds used and the seeds; "
+        "paper: its Table II)"
+    )
+    print(table.to_string(float_format="{:.3f}".format))
+    return table
+
+
+def print_skew_tables(tables: dict[str, pd.DataFrame]) -> None:
+    """Per dataset: the average rho with its spread and its dependence on F_k(theta_k*)
+    (:data:`SKEW_ESTIMABILITY`), then the bounds of Theorem 2's skew terms
+    (:data:`SKEW_BOUNDS`)."""
+    for dataset, table in tables.items():
+        print(f"\n{dataset}: average rho and its dependence on F_k(theta_k*), mean over seeds")
+        print(table[SKEW_ESTIMABILITY].to_string(float_format="{:.3f}".format))
+        print(f"\n{dataset}: bounds of Theorem 2's skew terms, mean over seeds")
+        print(table[SKEW_BOUNDS].to_string(float_format="{:.3f}".format))
+
+
+def plot_table2(tables: dict[str, pd.DataFrame], synthetic: set[str] | frozenset = frozenset()):
+    """Table II as bars: one panel per dataset, the average rho per split and policy with the
+    range over F_k* moved by its residual and set to 0, and the paper's value as an open marker
+    (drawn at the IID bar: the paper does not say which split it reports). Datasets in
+    ``synthetic`` are titled as such."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(tables), figsize=(5.5 * len(tables), 3.8), squeeze=False)
+    x = np.arange(len(experiments.SPLITS))
+    for ax, (dataset, table) in zip(axes[0], tables.items(), strict=True):
+        for j, policy in enumerate(experiments.POLICIES):
+            if ("iid", policy) not in table.index:
+                continue
+            st = plotting.style(policy)
+            at = x + (j - 1.5) * 0.2
+            picked = table.loc[[(split, policy) for split in experiments.SPLITS]]
+            ax.bar(at, picked["rho (average)"], 0.2, color=st.color, label=st.label)
+            moved = picked[_MOVED]
+            low, high = moved.min(axis=1).to_numpy(), moved.max(axis=1).to_numpy()
+            ax.vlines(at, low, high, color="0.1", lw=1.2)
+            ax.plot(
+                [at[0]],
+                [experiments.PAPER_SKEW[policy][dataset]],
+                marker=st.marker,
+                mfc="white",
+                color=st.color,
+                ls="none",
+            )
+        ax.axhline(1.0, color="0.3", lw=0.8)
+        ax.set_xticks(x, ["IID", "non-IID"])
+        ax.set_ylabel("average empirical rho")
+        ax.set_title(dataset + (" (SYNTHETIC)" if dataset in synthetic else ""))
+    axes[0, 0].plot(
+        [], [], marker="o", mfc="white", color="0.3", ls="none", label="paper (Table II)"
+    )
+    axes[0, 0].vlines([], [], [], color="0.1", lw=1.2, label="F* +/- residual, F* = 0")
+    axes[0, 0].legend(fontsize="x-small")
+    fig.suptitle(
+        "Table II · selection skew rho (eq. 24), bars: ours, markers: paper", fontsize="medium"
+    )
+    fig.tight_layout()
+    return fig
+
+
 __all__ = [
+    "SKEW_BOUNDS",
+    "SKEW_ESTIMABILITY",
     "check_panel",
     "describe",
     "local_work_table",
     "paired_answer",
     "panel_results",
     "plot_panel",
+    "plot_table2",
     "print_paired_answer",
+    "print_skew_tables",
+    "print_table2",
+    "table2",
 ]

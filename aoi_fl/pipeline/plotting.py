@@ -163,6 +163,20 @@ def draw_chain(p: np.ndarray, ax: plt.Axes | None = None, *, precision: int = 2)
     def edge_alpha(v: float) -> float:
         return 1.0 if v > 0 else 0.18
 
+    def arrow(start, end, v: float, color: str = "0.2", scale: int = 9, **curve) -> None:
+        ax.add_patch(
+            FancyArrowPatch(
+                start,
+                end,
+                arrowstyle="-|>",
+                mutation_scale=scale,
+                lw=1.0,
+                color=color,
+                alpha=edge_alpha(v),
+                **curve,
+            )  # fmt: skip
+        )
+
     for a, x in enumerate(xs):
         ax.add_patch(
             Circle((x, 0.0), radius, facecolor="white", edgecolor="0.15", lw=1.2, zorder=3)
@@ -170,16 +184,7 @@ def draw_chain(p: np.ndarray, ax: plt.Axes | None = None, *, precision: int = 2)
         ax.text(x, 0.0, str(a), ha="center", va="center", fontsize=11, zorder=4)
     for a in range(k - 1):
         stay = 1.0 - p[a]
-        arrow = FancyArrowPatch(
-            (xs[a] + radius, 0.0),
-            (xs[a + 1] - radius, 0.0),
-            arrowstyle="-|>",
-            mutation_scale=10,
-            lw=1.0,
-            color="0.2",
-            alpha=edge_alpha(stay),
-        )
-        ax.add_patch(arrow)
+        arrow((xs[a] + radius, 0.0), (xs[a + 1] - radius, 0.0), stay, scale=10)
         ax.text(
             (xs[a] + xs[a + 1]) / 2,
             0.08,
@@ -191,43 +196,19 @@ def draw_chain(p: np.ndarray, ax: plt.Axes | None = None, *, precision: int = 2)
         )
     # self-loop of the last state: not selected at the maximum age
     stay = 1.0 - p[-1]
-    loop = FancyArrowPatch(
-        (xs[-1] + 0.2, radius - 0.05),
-        (xs[-1] + radius - 0.02, 0.12),
-        connectionstyle="arc3,rad=-2.2",
-        arrowstyle="-|>",
-        mutation_scale=9,
-        lw=1.0,
-        color="0.2",
-        alpha=edge_alpha(stay),
-    )
-    ax.add_patch(loop)
+    end = (xs[-1] + radius - 0.02, 0.12)
+    arrow((xs[-1] + 0.2, radius - 0.05), end, stay, connectionstyle="arc3,rad=-2.2")
     ax.text(xs[-1] + 0.75, 0.55, fmt(stay), fontsize=7, alpha=edge_alpha(stay))
     # selection edges back to state 0, as arcs below the row of states (depth grows with a)
     for a in range(k):
         color = {"color": PALETTE[2], "alpha": edge_alpha(p[a])}
+        y = -radius + 0.02
         if a == 0:
-            sel = FancyArrowPatch(
-                (xs[0] + 0.12, -radius + 0.02),
-                (xs[0] - 0.12, -radius + 0.02),
-                connectionstyle="arc3,rad=-1.6",
-                arrowstyle="-|>",
-                mutation_scale=9,
-                lw=1.0,
-                **color,
-            )
+            start, end, rad = (xs[0] + 0.12, y), (xs[0] - 0.12, y), -1.6
         else:
+            start, end = (xs[a] - 0.1, y), (xs[0] + 0.1, y)
             rad = -2 * (0.2 + 0.06 * a) / (xs[a] - xs[0])  # arc depth is |rad| * length / 2
-            sel = FancyArrowPatch(
-                (xs[a] - 0.1, -radius + 0.02),
-                (xs[0] + 0.1, -radius + 0.02),
-                connectionstyle=f"arc3,rad={rad}",
-                arrowstyle="-|>",
-                mutation_scale=9,
-                lw=1.0,
-                **color,
-            )
-        ax.add_patch(sel)
+        arrow(start, end, p[a], PALETTE[2], connectionstyle=f"arc3,rad={rad}")
         ax.text(xs[a] + 0.22, -radius - 0.05, fmt(p[a]), ha="left", va="top", fontsize=7, **color)
     ax.set_xlim(xs[0] - 0.9, xs[-1] + 1.2)
     ax.set_ylim(-0.75 - 0.1 * k, 0.9)

@@ -1,13 +1,15 @@
-"""check_panel (aoi_fl.aoi.figures): the assertions notebooks 05-07 run on a training panel."""
+"""aoi_fl.aoi.figures: check_panel, the assertions notebooks 05-07 run on a training panel, and
+Table II as notebook 08 prints and draws it."""
 
 import copy
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from aoi_fl.aoi import experiments
-from aoi_fl.aoi.figures import check_panel
+from aoi_fl.aoi.figures import check_panel, plot_table2, print_skew_tables, print_table2
 from aoi_fl.pipeline.cache import config_key
 from aoi_fl.pipeline.runs import resolve_config
 
@@ -86,3 +88,39 @@ def test_outside_smoke_every_run_must_reach_the_target(capsys):
         check_panel(fake_results("main_mnist", "cpu", reached=None), "main_mnist", "cpu", "mnist")
     check_panel(fake_results("main_mnist", "smoke", reached=None), "main_mnist", "smoke", "mnist")
     assert "skipped in smoke: every run reaches 97%" in capsys.readouterr().out
+
+
+def skew_tables():
+    """One dataset's selection_skew table with a distinct average rho per (split, policy)."""
+    index = pd.MultiIndex.from_product([experiments.SPLITS, experiments.POLICIES])
+    table = pd.DataFrame(1.0, index=index, columns=experiments.SKEW_COLUMNS)
+    table["rho (average)"] = np.arange(len(index)) / 10 + 0.5
+    table["F* device"] = "cpu"
+    return {"mnist": table.drop([("iid", "random"), ("noniid", "random")])}
+
+
+def test_table2_has_ours_per_split_then_the_papers_per_dataset(capsys):
+    tables = skew_tables()
+    table = print_table2(tables)
+    assert list(table.columns) == ["mnist iid", "mnist noniid"] + [
+        f"paper {d}" for d in experiments.DATASETS
+    ]
+    assert table.loc["probabilistic", "mnist noniid"] == pytest.approx(1.0)  # row 5 of 8
+    assert table.loc["random", ["mnist iid", "mnist noniid"]].isna().all()  # not run
+    assert (
+        table.loc["probabilistic", "paper mnist"]
+        == experiments.PAPER_SKEW["probabilistic"]["mnist"]
+    )
+    assert capsys.readouterr().out.startswith("Table II · average empirical rho")
+    print_skew_tables(tables)
+    out = capsys.readouterr().out
+    assert "mnist: average rho and its dependence" in out and "F* device" in out
+
+
+def test_plot_table2_draws_a_panel_per_dataset():
+    import matplotlib.pyplot as plt
+
+    tables = skew_tables()
+    fig = plot_table2({**tables, "cifar10": tables["mnist"]}, {"cifar10"})
+    assert [ax.get_title() for ax in fig.axes] == ["mnist", "cifar10 (SYNTHETIC)"]
+    plt.close(fig)
