@@ -33,7 +33,6 @@ from aoi_fl.agnostic import experiments as ax
 from aoi_fl.agnostic import results as ar
 from aoi_fl.core.registry import style
 from aoi_fl.core.validation import require_choice
-from aoi_fl.data import synthetic
 from aoi_fl.pipeline import paired, runs
 from aoi_fl.pipeline.claims import VERDICT_GROUP, Claim, Untested, interval_verdict
 from aoi_fl.pipeline.profiles import PROFILES
@@ -44,7 +43,6 @@ FIG1_RULES = ax.FIG1_RULES
 SKEW_TV = 0.5
 #: README's bounds for the AoI policies as participation processes (notebook 10)
 AOI_NEAR_UNIFORM, AOI_RULES_WITHIN, AOI_SIZE_CORR = 0.01, 0.006, 0.95
-_TASK_NAME = {"mnist": "MNIST (logistic regression)", "linear_regression": "linear regression"}
 
 
 def skew_noise_floor(draws: int, m: float, n: int = ax.N_CLIENTS) -> float:
@@ -226,7 +224,7 @@ def figure1_claims(profile: str, figure1: tuple, data_root: str, results_dir: st
                 variant = "" if ax.DEFAULT_PROTOCOL[task] == protocol else ", variant"
                 text = (
                     f"{claim.format(rule=style(rule).label)} on problem (3), "
-                    f"{_TASK_NAME[task]}, {protocol.replace('_', ' ')}{variant}, exp(-i/10)"
+                    f"{ax.TASK_TITLES[task]}, {protocol.replace('_', ' ')}{variant}, exp(-i/10)"
                 )
                 index = (measure, task, protocol, rule)
                 read = _fig1_read(lower.loc[index]) if index in lower.index else None
@@ -301,17 +299,12 @@ def _problem3_claim(table, profile: str, results_dir: str, missing: int, total: 
             & (runs_.protocol == "algorithm1")
             & (runs_.aggregation == "agnostic")
         ]
-    spec = {k: v for k, v in ax.TASKS["linear_regression"]["dataset"].items() if k != "name"}
-    excess = []  # (over the minimum of (3), over the uniform minimum) per seed
-    for r in runs_.itertuples():
-        bundle = synthetic.linear_regression(**spec, seed=r.seed)
-        p = ax.induced_p("exp_prior", r.seed, profile, ax.TAU, cache_dir=results_dir)
-        excess.append(
-            (
-                r.loss_p - agnostic.least_squares_optimum(bundle, p)[1],
-                r.loss_uniform - agnostic.least_squares_optimum(bundle)[1],
-            )
-        )
+    optima = ar.least_squares_optima(profile, cache_dir=results_dir) if len(runs_) else {}
+    # (over the minimum of (3), over the uniform minimum) per seed
+    excess = [
+        (r.loss_p - optima[r.seed][0][1], r.loss_uniform - optima[r.seed][1][1])
+        for r in runs_.itertuples()
+    ]
     bad = int(runs_["diverged_at"].notna().sum()) if len(runs_) else 0
     e = np.asarray(excess).reshape(-1, 2)
     verdict, ci = interval_verdict(e[:, 1] - e[:, 0], "positive")
@@ -355,7 +348,7 @@ def figure2_claims(profile: str, results_dir: str, data_root: str) -> list[Claim
             key = f"agnostic.fig2.trend.{task}.{rule}"
             text = (
                 f"the converged gap weighted ({rule}) - agnostic grows with the participation "
-                f"skew, {_TASK_NAME[task]} (Spearman rho over temperatures and seeds)"
+                f"skew, {ax.TASK_TITLES[task]} (Spearman rho over temperatures and seeds)"
             )
             read = None
             if (task, rule) in trends.index:
@@ -445,7 +438,7 @@ def aoi_policy_claims(profile: str, results_dir: str, data_root: str) -> list[Cl
             f"(ours, not the paper's) under the AoI policies the three rules (agnostic, eq. 10 "
             f"on the updates, the "
             f"policy's own weights) end within {AOI_RULES_WITHIN} of each other on problem (3), "
-            f"{_TASK_NAME[task]}"
+            f"{ax.TASK_TITLES[task]}"
         )
         per_policy = {
             policy: [np.mean(v) for (t, pol, _), v in losses.items() if (t, pol) == (task, policy)]

@@ -55,6 +55,9 @@ P_SEED_STREAM = 10_000
 #: under each as a participation process (its names only; the samplers come from the registry)
 POLICIES = ("random", "probabilistic", "markov_optimal", "markov_nonoptimal")
 
+#: how figures and ledger rows name the two tasks
+TASK_TITLES = {"mnist": "MNIST (logistic regression)", "linear_regression": "linear regression"}
+
 AGGREGATIONS = (
     "agnostic",
     "weighted",

@@ -134,3 +134,52 @@ def agreement(run: FlowerRun, trainer: FederatedTrainer) -> dict[str, bool]:
         "same test accuracy": fl["eval_round"] == h["eval_round"]
         and fl["test_accuracy"] == h["test_accuracy"],
     }
+
+
+def mnist_config(sampler: dict[str, Any], n_clients: int, rounds: int, seed: int = 0) -> dict:
+    """The AoI paper's MNIST setting at a small size, for a check of the machinery rather than
+    a training experiment: IID partition of ``n_clients``, the small CNN, K = 5 local steps of
+    batch 50, lr 0.1 * 0.998^t, FedAvg with the selection's weights (eq. 15), the test set
+    evaluated every round. ``sampler``: the sampler's configuration (name and options).
+
+    The trainer trains one client at a time (``client_chunk = 1``), as a Flower client does:
+    batching several clients in one step can round differently."""
+    return {
+        "dataset": {"name": "mnist"},
+        "partition": {"name": "iid", "n_clients": n_clients, "seed": seed},
+        "model": {"name": "small_cnn", "seed": seed},
+        "sampler": sampler,
+        "training": {
+            "rounds": rounds,
+            "local_steps": 5,
+            "batch_size": 50,
+            "seed": seed,
+            "eval_every": 1,
+            "lr": {"name": "exponential", "lr0": 0.1, "decay": 0.998},
+            "algorithm": {"name": "fedavg"},
+            "client_chunk": 1,
+        },
+    }
+
+
+def run_both(
+    config: dict[str, Any], data_root: str = "data", num_cpus: int = 2
+) -> tuple[FlowerRun, FederatedTrainer]:
+    """``config`` run twice: in a Flower simulation (:func:`run_flower`, one torch thread per
+    client) and by the project's trainer, which has run all its rounds when returned.
+
+    Both sides train, and the server evaluates, with one torch thread: a convolution's sums
+    are split by thread, so another thread count differs in the last float32 bits, which a few
+    rounds of SGD amplify (:func:`agreement` then fails). The caller's thread count is restored.
+    """
+    from aoi_fl.pipeline.runs import build_trainer
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        flower = run_flower(config, data_root=data_root, num_cpus=num_cpus, threads=1)
+        trainer = build_trainer(config, data_root, device="cpu")
+        trainer.run()
+    finally:
+        torch.set_num_threads(before)
+    return flower, trainer

@@ -1,0 +1,140 @@
+"""What notebook 18 shows of Flower runs beside in-process runs of the same configurations
+(:func:`aoi_fl.flower.simulation.run_both`): the record-by-record agreement, the clients both
+sides select, the participation statistics of the Flower trace beside a long trace of the same
+sampler and the policy's theory, and the checks of what it prints.
+
+The participation statistics are a paper's (the notebook passes the AoI paper's
+``results.participation_table``): the Flower layer sits beside the papers and imports none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
+
+from aoi_fl.core.train import FederatedTrainer
+from aoi_fl.flower.simulation import FlowerRun, agreement
+from aoi_fl.pipeline.plotting import plot_selections, style
+
+#: one Flower run and the in-process run of the same configuration, per policy
+Pairs = Mapping[str, tuple[FlowerRun, FederatedTrainer]]
+
+
+def agreement_table(pairs: Pairs) -> pd.DataFrame:
+    """:func:`simulation.agreement` per policy (rows, by the policy's display name): True where
+    the Flower run's records equal the in-process run's bit for bit."""
+    return pd.DataFrame(
+        {style(p).label: agreement(flower, trainer) for p, (flower, trainer) in pairs.items()}
+    ).T
+
+
+def print_agreement(pairs: Pairs, n: int, m: int, rounds: int) -> pd.DataFrame:
+    """Print and return :func:`agreement_table` of ``n`` clients, ``m`` per round, ``rounds``
+    rounds."""
+    table = agreement_table(pairs)
+    print(
+        f"{n} clients, m = {m}, {rounds} rounds: the Flower run against the in-process run, "
+        "record by record (True: bit for bit)"
+    )
+    print(table.to_string())
+    return table
+
+
+def plot_selections_side_by_side(pairs: Pairs, n: int, m: int) -> Figure:
+    """One panel per policy: the clients (y) each round (x) the in-process trainer selects
+    (rings) and the Flower run selects (crosses); where they agree every ring holds a cross."""
+    fig, axes = plt.subplots(
+        1, len(pairs), figsize=(3 * len(pairs) + 1, 3.2), sharey=True, squeeze=False
+    )
+    for ax, (policy, (flower, trainer)) in zip(axes[0], pairs.items(), strict=True):
+        st = style(policy)
+        traces = {"in process": trainer.history["selected"], "Flower": flower.history["selected"]}
+        plot_selections(ax, traces, n, st.color)
+        ax.set_title(st.label, fontsize="small")
+    axes[0][0].legend(fontsize="x-small", loc="upper right")
+    fig.suptitle(
+        f"MNIST, {n} clients, m = {m}: the clients Flower and the in-process trainer select"
+    )
+    fig.tight_layout()
+    return fig
+
+
+#: a paper's participation statistics of a trace: (sampler, selected, weights) -> a table with
+#: one row per statistic and the columns ``trace``, ``theory`` and ``intervals``
+Statistics = Callable[[Any, Any, Any], pd.DataFrame]
+
+
+def participation_beside_theory(
+    pairs: Pairs,
+    configs: Mapping[str, dict[str, Any]],
+    data_root: str,
+    long: int,
+    statistics: Statistics,
+) -> pd.DataFrame:
+    """Per policy and statistic: ``statistics`` of the Flower run's trace, of the same sampler
+    continued to ``long`` rounds from its start (its first rounds are the Flower run's: the
+    estimates of a few rounds are rough, a long trace shows where they converge) and the
+    policy's theory, with how many intervals each trace ended."""
+    from aoi_fl.pipeline.runs import build_trainer
+
+    tables = []
+    for policy, (flower, _) in pairs.items():
+        sampler = build_trainer(configs[policy], data_root, device="cpu").sampler
+        trace = [sampler.sample() for _ in range(long)]
+        fresh = build_trainer(configs[policy], data_root, device="cpu").sampler
+        history = flower.history
+        short = statistics(fresh, history["selected"], history["weights"])
+        continued = statistics(
+            sampler, [s.ids.tolist() for s in trace], [s.weights.tolist() for s in trace]
+        )
+        table = pd.DataFrame(
+            {
+                "Flower run": short["trace"],
+                f"{long} rounds": continued["trace"],
+                "theory": short["theory"],
+            }
+        )
+        table.index = pd.MultiIndex.from_product([[style(policy).label], table.index])
+        counts = f"{short['intervals'].iloc[0]}, {continued['intervals'].iloc[0]}"
+        table["intervals (Flower, long)"] = [counts] * len(table)
+        tables.append(table)
+    return pd.concat(tables)
+
+
+#: the long trace's Var[X] and Sigma agree with the theory within this relative error
+LONG_TRACE_TOLERANCE = 0.1
+
+
+def check_notebook(
+    agreed: pd.DataFrame, participation: pd.DataFrame, long: int, profile: str
+) -> str:
+    """What notebook 18 prints, asserted; returns the line it prints.
+
+    Bit for bit, for every policy: the same selections, weights, update norms, model and test
+    accuracy (``agreed``: :func:`agreement_table`). The long trace of
+    :func:`participation_beside_theory` never has an interval above the largest possible one,
+    and outside ``smoke`` (a long trace of several thousand intervals) its Var[X] is the
+    theory's within :data:`LONG_TRACE_TOLERANCE` (relative, or absolute below 1), and so is
+    Sigma except for a deterministic chain (the theory's Var[X] = 0): its clients keep the
+    phases they started with, so one trace does not average over the stationary law that the
+    theory's Sigma is an expectation over.
+    """
+    assert agreed.all(axis=None), agreed
+    trace, tol = f"{long} rounds", LONG_TRACE_TOLERANCE
+    for label in participation.index.unique(level=0):
+        t = participation.loc[label]
+        if profile != "smoke":
+            var, theory = t.loc["Var[X]", trace], t.loc["Var[X]", "theory"]
+            assert abs(var - theory) <= tol * max(1.0, theory), t
+            if theory > 0:
+                assert abs(t.loc["Sigma", trace] / t.loc["Sigma", "theory"] - 1) <= tol, t
+        assert t.loc["largest interval", trace] <= t.loc["largest interval", "theory"], t
+    if profile == "smoke":
+        print(
+            "skipped in smoke: the long-trace tolerances (2,000 rounds of 10 clients are too few)"
+        )
+    return "checks passed"
