@@ -388,7 +388,7 @@ def trace_claims(trace_seeds: int = TRACE_SEEDS) -> list[Claim]:
                 samplers.make_sampler(policy, n=N, m=M, sizes=sizes, m_prime=M_PRIME, seed=seed),
                 TRACE_ROUNDS,
                 windows=WINDOWS,
-                draws=M if policy == "probabilistic" else None,
+                count_hits=policy == "probabilistic",
             )
             for seed in range(trace_seeds)
         ]

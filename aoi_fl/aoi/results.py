@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from aoi_fl.aoi.experiments import PAPER_MODELS, group_runs, split_of
+from aoi_fl.pipeline.claims import diverged, scoped_verdict
 from aoi_fl.pipeline.paired import (
     PairedInterval,
     Verdict,
@@ -114,8 +115,6 @@ def diverged_runs(results: Iterable[Any]) -> set[tuple[str, str, int]]:
     """(split, policy, seed) of the runs whose test loss diverged (the ledger's one rule,
     :func:`aoi_fl.pipeline.claims.diverged`: not finite, or above 5x the initial model's at some
     evaluation): a comparison such a run enters cannot be held."""
-    from aoi_fl.pipeline.claims import diverged
-
     return {
         (split_of(r.config), r.config["sampler"]["name"], r.config["training"]["seed"])
         for r in results
@@ -281,16 +280,11 @@ def paired_table(
     return pd.DataFrame(rows).set_index("split") if rows else pd.DataFrame()
 
 
-#: the verdicts that decide a claim; on a substitute each becomes :data:`SUBSTITUTE_VERDICT`
-DECIDED = ("held", "held (smaller effect than claimed)", "not held")
-SUBSTITUTE_VERDICT = "inconclusive at this budget"
-
-
 def substitute_verdict(label: str | None) -> str | None:
     """The verdict on the paper's claim from runs outside its regime (a substitute model or
-    dataset): they can make it neither held nor not held, so a decided verdict (:data:`DECIDED`)
-    becomes "inconclusive at this budget"; an undecided one (or None) stays as it is."""
-    return SUBSTITUTE_VERDICT if label in DECIDED else label
+    dataset): the shared rule of :func:`aoi_fl.pipeline.claims.scoped_verdict`, a judged verdict
+    becomes "inconclusive at this budget" and an undecided one (or None) stays."""
+    return scoped_verdict(label, ["the paper's model and dataset"])[0]
 
 
 def _paired_statistics(

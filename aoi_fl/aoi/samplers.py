@@ -79,7 +79,7 @@ class Probabilistic(SizeWeighted):
         first = np.flatnonzero(np.concatenate(([True], draws[1:] != draws[:-1])))
         hits = np.diff(first, append=self.m)
         self.round += 1
-        return Selection(draws[first], hits / self.m)
+        return Selection(draws[first], hits / self.m, hits=hits)
 
 
 class _IntervalTable:

@@ -631,7 +631,7 @@ def window_curves(
                     policy,
                     sizes,
                     windows=windows,
-                    draws=cfg.m if policy == "probabilistic" else None,
+                    count_hits=policy == "probabilistic",
                 )
             ]
         )

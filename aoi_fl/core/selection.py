@@ -43,12 +43,17 @@ class Selection:
     p_i for all n clients such that w_i = (number of draws of i) * lambda_i / p_i makes
     sum_{i in S} w_i g_i an unbiased estimate of sum_i lambda_i g_i (inclusion probabilities for
     "isp" and "without_replacement", K q_i for "with_replacement"). Both are None otherwise.
+
+    A sampler that draws with replacement and counts a client drawn l times l times (AoI Policy
+    2: "selected l times out of m total selections") sets ``hits``: l per selected id (integers
+    >= 1, aligned with ``ids``); None means each selected client counts once.
     """
 
     ids: np.ndarray
     weights: np.ndarray
     probabilities: np.ndarray | None = None
     procedure: str | None = None
+    hits: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         ids = np.asarray(self.ids, dtype=np.int64)
@@ -59,6 +64,13 @@ class Selection:
             )
         object.__setattr__(self, "ids", ids)
         object.__setattr__(self, "weights", weights)
+        if self.hits is not None:
+            hits = np.asarray(self.hits)
+            if hits.shape != ids.shape or not np.issubdtype(hits.dtype, np.integer):
+                raise ValueError(f"hits must be integers, one per selected id, got {self.hits!r}")
+            if hits.size and hits.min() < 1:
+                raise ValueError(f"hits must be at least 1, got {hits}")
+            object.__setattr__(self, "hits", hits.astype(np.int64, copy=False))
         if (self.probabilities is None) != (self.procedure is None):
             raise ValueError("probabilities and procedure must be given together (or neither)")
         if self.procedure is not None:

@@ -222,41 +222,28 @@ def simulate(
     *,
     windows: Iterable[int] = (),
     record_sigma: bool = False,
-    draws: int | None = None,
+    count_hits: bool = False,
 ) -> SelectionStats:
     """Draw ``rounds`` selections from ``sampler`` and return their streaming statistics.
 
-    ``draws``: the sampler makes ``draws`` draws with replacement per round and weights a client
-    drawn l times w = l / ``draws`` (AoI Policy 2): each selected client then counts its l
-    selections (:meth:`SelectionStats.update`'s ``hits``). Weights that are not such counts
-    raise ``ValueError``. Default: a selected client counts once.
+    ``count_hits``: a selected client counts as many selections as its draws in the round
+    (:attr:`Selection.hits`, set by samplers that draw with replacement: AoI Policy 2); a
+    sampler whose selections carry no hits raises ``ValueError``. Default: a selected client
+    counts once.
     """
     if not isinstance(sampler, Sampler):
         raise TypeError(f"sampler must be a Sampler, got {type(sampler).__name__}")
     rounds = require_int("rounds", rounds, minimum=1)
-    if draws is not None:
-        draws = require_int("draws", draws, minimum=1)
     stats = SelectionStats(sampler.n, windows, record_sigma)
     for _ in range(rounds):
         selection = sampler.sample()
-        stats.update(selection, None if draws is None else draw_counts(selection, draws))
+        if count_hits and selection.hits is None:
+            raise ValueError(
+                f"count_hits=True but {type(sampler).__name__}'s selections carry no hits "
+                "(only samplers that draw with replacement, such as AoI Policy 2, set them)"
+            )
+        stats.update(selection, selection.hits if count_hits else None)
     return stats
-
-
-def draw_counts(selection: Selection, draws: int) -> np.ndarray:
-    """l_i = w_i * ``draws`` per selected id of a selection whose weights are l_i / ``draws``
-    (m draws with replacement, AoI Policy 2); ``ValueError`` if they are not such counts."""
-    scaled = selection.weights * draws
-    hits = np.rint(scaled).astype(np.int64)
-    if (
-        np.abs(scaled - hits).max(initial=0.0) > 1e-9
-        or (hits < 1).any()
-        or hits.sum() != draws * (hits.size > 0)
-    ):
-        raise ValueError(
-            f"weights {selection.weights} are not draw counts l / {draws} summing to one"
-        )
-    return hits
 
 
 # --- dense reference implementations (small n) ----------------------------------------------

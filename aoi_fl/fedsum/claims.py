@@ -46,7 +46,13 @@ from aoi_fl.fedsum import experiments as fx
 from aoi_fl.fedsum import results as fr
 from aoi_fl.fedsum.experiments import LAST, PAPER_ROUNDS
 from aoi_fl.pipeline import plugins
-from aoi_fl.pipeline.claims import VERDICT_GROUP, VERDICT_PATTERN, Claim, Untested
+from aoi_fl.pipeline.claims import (
+    VERDICT_GROUP,
+    VERDICT_PATTERN,
+    Claim,
+    Untested,
+    scoped_verdict,
+)
 
 #: the one-sided level of the confidence limit of mean tau_max against a bound on E[tau_max]
 BOUND_LEVEL = 0.95
@@ -623,13 +629,13 @@ def long_verdicts(summaries: Sequence[fx.RunSummary], profile: str) -> pd.DataFr
     :func:`~aoi_fl.fedsum.results.all_claims` (criterion, numbers, parts held, its verdict as
     "by the criterion") over the last ``LAST["long"]`` evaluations, the conditions of the claim
     the panel does not meet (:func:`unmet_conditions`, "; "-joined) and the verdict: the
-    criterion's where it meets them all, else "inconclusive at this budget" (a plain
-    "inconclusive", runs missing or diverged, stays)."""
+    criterion's where it meets them all, else capped by the shared rule
+    (:func:`aoi_fl.pipeline.claims.scoped_verdict`)."""
     table = fr.all_claims(summaries, last=LAST["long"][profile]).loc[list(CLAIMS)]
     table = table.rename(columns={"verdict": "by the criterion"})
     table["unmet"] = ["; ".join(unmet_conditions(claim, profile)) for claim in table.index]
     table["verdict"] = [
-        "inconclusive at this budget" if unmet and by != "inconclusive" else by
+        scoped_verdict(by, [unmet] if unmet else [])[0]
         for by, unmet in zip(table["by the criterion"], table["unmet"], strict=True)
     ]
     return table

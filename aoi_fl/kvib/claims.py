@@ -45,6 +45,7 @@ from aoi_fl.pipeline.claims import (
     horizon_mean,
     interval_verdict,
     rounds_to_level,
+    scoped_verdict,
     sign_verdict,
     value_verdict,
 )
@@ -252,21 +253,6 @@ def stable_verdict(
             f"{len(seeds)} seeds per scale ({values}); per-seed max / min - {ratio:g}: 95% t "
             f"interval [{ci.low:.3g}, {ci.high:.3g}]"
         ),
-    )
-
-
-def scoped_verdict(verdict: str, unmet: Sequence[str]) -> tuple[str, str]:
-    """(verdict, reason) of a claim made under conditions (a dataset, a model, "a large number
-    of clients") on runs that do not meet those in ``unmet``: the runs decide only when they
-    meet them all (``unmet`` empty); otherwise any verdict but "inconclusive" becomes
-    "inconclusive at this budget" (runs that meet them would decide), never "held" or "not
-    held", and the reason says what is missing. An undecided verdict ("inconclusive": runs
-    missing, or diverged) stays. The rule of FedSUM's long-horizon rows
-    (:func:`aoi_fl.fedsum.claims.long_verdicts`)."""
-    if not unmet or verdict == "inconclusive":
-        return verdict, ""
-    return "inconclusive at this budget", (
-        f"the claim's conditions are not met ({'; '.join(unmet)}), so these runs cannot decide it"
     )
 
 

@@ -161,6 +161,25 @@ def interval_verdict(differences: Sequence[float], claimed: str, level: float = 
     return sign_verdict(ci.low, ci.high, claimed), ci
 
 
+#: verdicts that say the runs could not be had or judged at all: a claim's scope changes nothing
+UNDECIDED = ("inconclusive", "not computable here")
+
+
+def scoped_verdict(verdict: str | None, unmet: Sequence[str]) -> tuple[str | None, str]:
+    """(verdict, reason) on a claim made under conditions (a dataset, a model, a number of
+    clients, a horizon) from runs that do not meet those in ``unmet``: the runs decide only when
+    they meet them all (``unmet`` empty). Otherwise they can make the claim neither held nor not
+    held, whatever their power, so every verdict becomes "inconclusive at this budget" (runs that
+    meet the conditions would decide), and the reason says what is missing; an undecided one
+    (:data:`UNDECIDED`, or None: no claim) stays. The one rule of every paper's substitute and
+    out-of-regime rows."""
+    if not unmet or verdict is None or verdict in UNDECIDED:
+        return verdict, ""
+    return "inconclusive at this budget", (
+        f"the claim's conditions are not met ({'; '.join(unmet)}), so these runs cannot decide it"
+    )
+
+
 def combine_verdicts(verdicts: Iterable[str]) -> str:
     """A claim made of parts: "held" if every part is held, "not held" if some part is not
     held, "inconclusive" if the runs of a part are missing (or there are no parts), otherwise

@@ -190,13 +190,13 @@ def test_bad_inputs_raise(call, error, match):
 
 def test_policy_2_counts_its_draws_in_the_window_counts():
     """Policy 2's client "is selected l times out of m total selections" (AoI Sec. III-B):
-    with ``draws`` each selected client counts l_i = w_i m in Y (the dense reference on a count
-    matrix agrees); the default counts it once; intervals and Sigma do not change."""
+    with ``count_hits`` each selected client counts its l_i draws in Y (the dense reference on a
+    count matrix agrees); the default counts it once; intervals and Sigma do not change."""
     m, rounds, windows = 15, 60, (1, 2, 5)
     sizes = np.arange(1.0, 21.0)
     counted = simulate(
         make_sampler("probabilistic", n=20, m=m, sizes=sizes, seed=3), rounds,
-        windows=windows, record_sigma=True, draws=m,
+        windows=windows, record_sigma=True, count_hits=True,
     )  # fmt: skip
     distinct = simulate(
         make_sampler("probabilistic", n=20, m=m, sizes=sizes, seed=3), rounds,
@@ -206,8 +206,9 @@ def test_policy_2_counts_its_draws_in_the_window_counts():
     hits = np.zeros((rounds, 20))
     for t in range(rounds):
         sel = sampler.sample()
-        hits[t, sel.ids] = sel.weights * m
-    np.testing.assert_allclose(hits.sum(axis=1), m)
+        hits[t, sel.ids] = sel.hits
+        np.testing.assert_array_equal(sel.hits, sel.weights * m)  # w_i = l_i / m, exactly
+    np.testing.assert_array_equal(hits.sum(axis=1), m)
     assert counted.selections == rounds * m and counted.selection_rate() == pytest.approx(m / 20)
     assert distinct.selections == int((hits > 0).sum()) < rounds * m
     for w in windows:
@@ -222,11 +223,15 @@ def test_policy_2_counts_its_draws_in_the_window_counts():
     np.testing.assert_array_equal(counted.interval_histogram(), distinct.interval_histogram())
 
 
-def test_draw_counts_refuse_weights_that_are_not_counts():
-    # Markov weights 1/|S| are not l / m: counting them as draws would be wrong, so it raises
+def test_hits_are_counted_only_where_a_sampler_draws_with_replacement():
+    # Markov policies select each client once: there are no draws to count, so it raises
     markov = make_sampler("markov_optimal", n=100, m=15, sizes=np.ones(100), m_prime=10)
-    with pytest.raises(ValueError, match="not draw counts"):
-        simulate(markov, 20, windows=(1,), draws=15)
+    with pytest.raises(ValueError, match="MarkovSampler's selections carry no hits"):
+        simulate(markov, 20, windows=(1,), count_hits=True)
+    with pytest.raises(ValueError, match="hits must be at least 1"):
+        Selection(np.array([0, 1]), np.array([0.5, 0.5]), hits=np.array([1, 0]))
+    with pytest.raises(ValueError, match="hits must be integers, one per selected id"):
+        Selection(np.array([0, 1]), np.array([0.5, 0.5]), hits=np.array([1.0, 1.0]))
     with pytest.raises(ValueError, match="at least 1"):
         SelectionStats(3).update(
             Selection(np.array([0, 1]), np.array([0.5, 0.5])), np.array([1, 0])

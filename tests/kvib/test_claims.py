@@ -117,21 +117,6 @@ def test_a_diverged_run_is_said_and_a_stable_one_is_not():
     assert kr.diverged({"test_loss": np.array([2.5, np.nan])})
 
 
-def test_a_claim_that_names_a_condition_decides_only_under_it():
-    unmet = ["100 clients, not FEMNIST's 462 to 2,231", "logistic regression, not the CNN"]
-    verdict, why = kc.scoped_verdict("not held", unmet)
-    assert verdict == "inconclusive at this budget"
-    assert "conditions are not met" in why and "100 clients" in why and "not the CNN" in why
-    assert kc.scoped_verdict("held", unmet)[0] == "inconclusive at this budget"
-    assert kc.scoped_verdict("inconclusive at this power", unmet)[0] == (
-        "inconclusive at this budget"
-    )
-    # runs that meet every condition decide, "not held" included; missing runs stay undecided
-    assert kc.scoped_verdict("not held", []) == ("not held", "")
-    assert kc.scoped_verdict("held", []) == ("held", "")
-    assert kc.scoped_verdict("inconclusive", unmet) == ("inconclusive", "")
-
-
 def test_the_mnist_substitute_meets_fig4s_conditions_in_no_profile():
     for profile in ("smoke", "cpu", "paper"):
         unmet = kc.substitute_unmet(profile)
