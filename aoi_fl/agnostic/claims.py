@@ -23,6 +23,7 @@ reason.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -485,8 +486,8 @@ def claims(
         )
 
 
-def _untested(ref: str, statement: str, reason: str) -> Untested:
-    return Untested("agnostic", ref, statement, reason)
+#: Untested(ref, statement, reason) of this paper
+_untested = functools.partial(Untested, "agnostic")
 
 
 #: statements of the paper that state a result but have no row, and why (issue 27): a sweep of

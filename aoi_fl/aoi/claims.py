@@ -14,6 +14,7 @@ holds (:func:`draws_verdict`), as its printed Sigma values are by the spread of 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -1052,8 +1053,8 @@ def claims(profile: str = "cpu", *, results_dir: str = "results", data_root: str
     )
 
 
-def _untested(ref: str, statement: str, reason: str) -> Untested:
-    return Untested("aoi", ref, statement, reason)
+#: Untested(ref, statement, reason) of this paper
+_untested = functools.partial(Untested, "aoi")
 
 
 _CIFAR = "CIFAR-10 and CIFAR-100 cannot be had offline"

@@ -182,8 +182,7 @@ PANELS: dict[str, dict[str, dict[str, Any]]] = {
 #: two policies only) on the first 2,000 training and 200 test images of a real dataset
 #: (``subset``; CIFAR-shaped synthetic data when CIFAR is absent, see :func:`dataset_section`)
 _SMOKE = {
-    **_PROTOCOL,
-    "model": "small_cnn",
+    **_SMALL,
     "local_work": ("steps", 2),
     "eval_every": 1,
     "screen_samples": 200,

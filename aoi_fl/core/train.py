@@ -41,7 +41,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -61,56 +61,59 @@ from aoi_fl.core.validation import require_choice, require_int, require_real
 # Learning-rate schedules: callables round -> lr with a config() for cache keys
 
 
+class _Schedule:
+    """eta_t = ``self(t)``; :meth:`config` (its name and fields) keys the runs that use it."""
+
+    name: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):  # every parameter of a schedule is a positive real
+            require_real(f.name, getattr(self, f.name), minimum=0.0, strict_minimum=True)
+
+    def config(self) -> dict:
+        return {"name": self.name, **dataclasses.asdict(self)}
+
+
 @dataclass(frozen=True)
-class ExponentialDecay:
+class ExponentialDecay(_Schedule):
     """eta_t = lr0 * decay^t (the AoI paper: lr0 = 0.1, decay = 0.998)."""
+
+    name = "exponential"
 
     lr0: float = 0.1
     decay: float = 0.998
 
     def __post_init__(self) -> None:
-        require_real("lr0", self.lr0, minimum=0.0, strict_minimum=True)
-        require_real("decay", self.decay, minimum=0.0, maximum=1.0, strict_minimum=True)
+        super().__post_init__()
+        require_real("decay", self.decay, maximum=1.0)
 
     def __call__(self, t: int) -> float:
         return self.lr0 * self.decay**t
 
-    def config(self) -> dict:
-        return {"name": "exponential", "lr0": self.lr0, "decay": self.decay}
-
 
 @dataclass(frozen=True)
-class InverseSqrtDecay:
+class InverseSqrtDecay(_Schedule):
     """eta_t = lr0 / sqrt(t / period + 1) (the FedSUM experiments: period 10)."""
+
+    name = "inverse_sqrt"
 
     lr0: float = 0.01
     period: float = 10.0
 
-    def __post_init__(self) -> None:
-        require_real("lr0", self.lr0, minimum=0.0, strict_minimum=True)
-        require_real("period", self.period, minimum=0.0, strict_minimum=True)
-
     def __call__(self, t: int) -> float:
         return self.lr0 / math.sqrt(t / self.period + 1.0)
 
-    def config(self) -> dict:
-        return {"name": "inverse_sqrt", "lr0": self.lr0, "period": self.period}
-
 
 @dataclass(frozen=True)
-class ConstantLR:
+class ConstantLR(_Schedule):
     """eta_t = lr."""
+
+    name = "constant"
 
     lr: float = 0.1
 
-    def __post_init__(self) -> None:
-        require_real("lr", self.lr, minimum=0.0, strict_minimum=True)
-
     def __call__(self, t: int) -> float:
         return self.lr
-
-    def config(self) -> dict:
-        return {"name": "constant", "lr": self.lr}
 
 
 LR_SCHEDULES: dict[str, Callable[..., Callable[[int], float]]] = {

@@ -31,6 +31,7 @@ paper that state a result but have no row are in :data:`UNTESTED`, with the reas
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -811,8 +812,8 @@ def claims(
     )
 
 
-def _untested(ref: str, statement: str, reason: str) -> Untested:
-    return Untested("fedsum", ref, statement, reason)
+#: Untested(ref, statement, reason) of this paper
+_untested = functools.partial(Untested, "fedsum")
 
 
 _BOUND = (

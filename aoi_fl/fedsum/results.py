@@ -471,6 +471,23 @@ def _beats_best(
     return _unless_diverged(verdict, text, runs)
 
 
+def _by_metric(groups: dict, pattern: str, cand: str, rivals: Sequence[str], suffix: str, measure):
+    """:func:`_beats_best` on each of :data:`CLAIM_METRICS`, measured by ``measure(run,
+    metric)`` and labelled "<metric> <suffix>"."""
+    return [
+        _beats_best(
+            groups,
+            pattern,
+            cand,
+            rivals,
+            f"{metric} {suffix}",
+            lambda run, m=metric: measure(run, m),
+            HIGHER_IS_BETTER[metric],
+        )
+        for metric in CLAIM_METRICS
+    ]
+
+
 def _faster_and_steadier(groups: dict, pattern: str, baselines: Sequence[str]) -> list:
     """Claim (i)'s parts under ``pattern``: FedSUM and FedSUM-CR against the best baseline in
     the :func:`horizon` of each metric and against the steadiest in :func:`oscillation`."""
@@ -480,18 +497,7 @@ def _faster_and_steadier(groups: dict, pattern: str, baselines: Sequence[str]) -
     for cand in ("fedsum", "fedsum_cr"):
         if (pattern, cand) not in groups:
             continue
-        for metric in CLAIM_METRICS:
-            out.append(
-                _beats_best(
-                    groups,
-                    pattern,
-                    cand,
-                    baselines,
-                    f"{metric} horizon mean",
-                    lambda run, m=metric: horizon(run, m),
-                    HIGHER_IS_BETTER[metric],
-                )
-            )
+        out += _by_metric(groups, pattern, cand, baselines, "horizon mean", horizon)
         out.append(
             _beats_best(
                 groups, pattern, cand, baselines, "test_accuracy oscillation", oscillation, False
@@ -521,18 +527,14 @@ def _faster_per_vector(
     ):
         if (pattern, cand) not in groups or not any((pattern, r) in groups for r in rivals):
             continue
-        for metric in CLAIM_METRICS:
-            out.append(
-                _beats_best(
-                    groups,
-                    pattern,
-                    cand,
-                    rivals,
-                    f"{metric} horizon mean to {budget:.0f} vectors",
-                    lambda run, m=metric: horizon_to_budget(run, m, budget),
-                    HIGHER_IS_BETTER[metric],
-                )
-            )
+        out += _by_metric(
+            groups,
+            pattern,
+            cand,
+            rivals,
+            f"horizon mean to {budget:.0f} vectors",
+            lambda run, metric: horizon_to_budget(run, metric, budget),
+        )
     return out
 
 

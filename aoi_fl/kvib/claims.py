@@ -25,6 +25,7 @@ paper that have no row, with the reason.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -1241,8 +1242,8 @@ def verdict_lines(
     ]
 
 
-def _untested(ref: str, statement: str, reason: str) -> Untested:
-    return Untested("kvib", ref, statement, reason)
+#: Untested(ref, statement, reason) of this paper
+_untested = functools.partial(Untested, "kvib")
 
 
 #: statements of the paper that state a result but have no row, and why (issue 27), in the
