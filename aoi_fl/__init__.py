@@ -1,11 +1,14 @@
 """aoi-fl: client selection policies for federated learning, reproduced from their papers.
 
-Layout (one subpackage per paper, over a shared core):
+Layout (one subpackage per paper, over shared layers ``core`` <- ``data`` <- ``pipeline``, which
+import no paper; ``make lint`` enforces it):
 
-- :mod:`aoi_fl.core`: the selection interface and registry, participation statistics, engines,
-  aggregation protocol, trainer and models, which no paper's code is imported by;
+- :mod:`aoi_fl.core`: the selection interface and registry, participation statistics and
+  delays, engines, aggregation protocol, trainer and models;
 - :mod:`aoi_fl.data`: datasets, client partitions, synthetic tasks;
-- :mod:`aoi_fl.pipeline`: configurations and cached runs, profiles, plotting, notebook setup;
+- :mod:`aoi_fl.pipeline`: configurations and cached runs, the papers as plugins
+  (:mod:`~aoi_fl.pipeline.plugins`, reading :data:`aoi_fl.papers.PAPERS`), profiles, plotting,
+  notebook setup;
 - :mod:`aoi_fl.aoi`: Javani & Wang (the AoI policies, Theorems 1-5, Figs 5-7, Table II);
 - :mod:`aoi_fl.agnostic`: "Convergence of Agnostic Federated Averaging";
 - :mod:`aoi_fl.kvib`: Zeng et al. (K-Vib and the unbiased samplers it is compared with);

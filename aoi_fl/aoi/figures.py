@@ -2,12 +2,15 @@
 runs, the Figs 5-7 plot, the per-seed rounds to target and the paired answer to the paper's
 claim (05-07), and Table II's selection skew of the main panels (08).
 
-Kept here, not in the notebooks, because three notebooks show panels the same way.
+Kept here, not in the notebooks, because three notebooks show panels the same way: notebooks
+05-07 start with :func:`panel_notebook` and list their panels with :meth:`PanelNotebook.show`,
+then assert what they printed with :meth:`PanelNotebook.check`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -15,8 +18,10 @@ import pandas as pd
 
 from aoi_fl.aoi import experiments
 from aoi_fl.aoi import results as summaries
-from aoi_fl.pipeline import plotting, runs
+from aoi_fl.pipeline import notebook, plotting, runs
 from aoi_fl.pipeline.cache import config_key
+from aoi_fl.pipeline.data_status import CIFAR_LABELS, data_status
+from aoi_fl.pipeline.profiles import resolve_profile
 
 
 def describe(panel: str, profile: str) -> str:
@@ -139,6 +144,21 @@ def print_paired_answer(
     return table, paired
 
 
+def print_screening_and_final_accuracy(results: Sequence[Any], dataset: str) -> None:
+    """Under Fig. 5: the screening check (:func:`summaries.screening_check`: rounds to target
+    found by screening miss no first crossing when the full-test minus subset accuracy stays
+    within the dataset's margin near the target) and the final accuracy per split and policy
+    (:func:`summaries.final_accuracy_table`). Nothing for no results (only cached runs shown,
+    none cached)."""
+    if not results:
+        return
+    margin = experiments.SCREEN_MARGIN[dataset]
+    print("screening check: full-test minus subset accuracy where both were measured")
+    print(summaries.screening_check(results, margin).to_string(float_format="{:.4f}".format))
+    print("\nfinal accuracy (mean of the last 5 common evaluations):")
+    print(summaries.final_accuracy_table(results).to_string(float_format="{:.4f}".format))
+
+
 def local_work_table(panels: dict[str, Sequence[Any]], profile: str, dataset: str) -> pd.DataFrame:
     """Mean rounds to target per (panel's local work, split, policy) and how often an average
     client had been selected by then (rounds x m / n)."""
@@ -160,6 +180,11 @@ def local_work_table(panels: dict[str, Sequence[Any]], profile: str, dataset: st
     table = pd.concat(tables)
     table.index.names = ["local work", "split", "policy"]
     return table
+
+
+def print_local_work_table(panels: dict[str, Sequence[Any]], profile: str, dataset: str) -> None:
+    """Print :func:`local_work_table`."""
+    print(local_work_table(panels, profile, dataset).to_string(float_format="{:.1f}".format))
 
 
 def check_panel(
@@ -224,6 +249,114 @@ def check_panel(
         assert not missed, f"{panel}: runs that never reached {target:.0%}: {missed}"
         done.append(f"every run reaches {target:.0%}")
     return done
+
+
+#: the datasets whose panels a notebook can skip (:func:`data_status`: the others must be present)
+@dataclass
+class PanelNotebook:
+    """What notebooks 05-07 need to show their training panels (:func:`panel_notebook`): the
+    notebook's profile and folders, its parameters ``rerun`` and ``only_cached``, and whether
+    the dataset of its paper figure (``data``) can be trained on here, or only as synthetic data
+    (:func:`data_status`); then the panels shown and skipped so far, for :meth:`check`."""
+
+    env: notebook.NotebookSetup
+    data: str
+    has_data: bool
+    synthetic: bool
+    rerun: bool = False
+    only_cached: bool = False
+    shown: dict[str, list[Any]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def profile(self) -> str:
+        return self.env.profile
+
+    def _status(self, panel: str) -> tuple[str, bool, bool]:
+        """(dataset, can it be trained on here?, synthetic?) of ``panel``: panels of another
+        dataset than the paper figure's train on data that ``make data`` fetches."""
+        dataset = experiments.panel(panel, self.profile)["dataset"]
+        if dataset != self.data:
+            return dataset, True, False
+        return dataset, self.has_data, self.synthetic
+
+    def load(self, panel: str, *, example: bool = False) -> list[Any]:
+        """Describe ``panel`` (:func:`describe`; with ``example`` its first configuration too)
+        and return its results (:func:`panel_results`); none, silently, where its data are not
+        here (the setup said so)."""
+        _, has_data, synthetic = self._status(panel)
+        if not has_data:
+            self.skipped.append(panel)
+            return []
+        print(describe(panel, self.profile))
+        if example:
+            config = experiments.panel_grid(panel, self.profile, synthetic=synthetic)[0]
+            print("example configuration:", config)
+        self.shown[panel] = panel_results(
+            panel,
+            self.profile,
+            results_dir=self.env.RESULTS,
+            data_root=self.env.DATA,
+            rerun=self.rerun,
+            only_cached=self.only_cached,
+            synthetic=synthetic,
+            workers=self.env.WORKERS,
+            threads=self.env.THREADS,
+        )
+        return self.shown[panel]
+
+    def show(self, panel: str, figure: str, title: str) -> list[Any]:
+        """A panel of Figs 5-7 as the notebooks show it: :meth:`load` with an example
+        configuration, then, if there are results, the plot (:func:`plot_panel`, ``title``
+        marked when the data are synthetic) saved as ``figure`` and shown, and the paired answer
+        to the paper's claim (:func:`print_paired_answer`). Returns the results."""
+        import matplotlib.pyplot as plt
+
+        results = self.load(panel, example=True)
+        if results:
+            dataset, _, synthetic = self._status(panel)
+            fig = plot_panel(results, dataset, title + (" · SYNTHETIC DATA" if synthetic else ""))
+            plotting.save_figure(fig, figure, self.profile, self.env.FIGURES)
+            plt.show()
+            print_paired_answer(results, dataset)
+        return results
+
+    def check(self) -> None:
+        """Say which panels were skipped for want of data, then assert what the notebook printed
+        of every panel shown (:func:`check_panel`; all of a panel's runs present unless only the
+        cached ones were asked for) and print the checks passed."""
+        for panel in self.skipped:
+            label = CIFAR_LABELS[self._status(panel)[0]]
+            what = f"the {label} panel" if self.shown else "every check"
+            print(f"skipped: {what} (no {label} data here, see above)")
+        done = []
+        for panel, results in self.shown.items():
+            dataset, _, synthetic = self._status(panel)
+            checks = check_panel(
+                results,
+                panel,
+                self.profile,
+                dataset,
+                synthetic=synthetic,
+                complete=not self.only_cached,
+            )
+            done += [f"{panel}: {c}" for c in checks]
+        if done:
+            print("checks passed:\n  " + "\n  ".join(done))
+
+
+def panel_notebook(
+    profile: str, data: str, *, rerun: bool = False, only_cached: bool = False
+) -> PanelNotebook:
+    """The setup of notebooks 05-07: resolve ``profile`` (``$AOI_FL_PROFILE`` overrides the
+    parameters cell), print it and the training device (:func:`notebook.setup`), print whether
+    ``data``, the dataset of the notebook's figure of the paper, is here (:func:`data_status`),
+    and return the :class:`PanelNotebook` that shows the notebook's panels."""
+    profile = resolve_profile(profile)
+    env = notebook.setup(profile, display_width=160, training=True)
+    has_data, synthetic, message = data_status(data, profile, env.DATA)
+    print(message)
+    return PanelNotebook(env, data, has_data, synthetic, rerun=rerun, only_cached=only_cached)
 
 
 #: Table II's per-dataset columns (:data:`experiments.SKEW_COLUMNS`): the average rho and how
@@ -324,14 +457,18 @@ def plot_table2(tables: dict[str, pd.DataFrame], synthetic: set[str] | frozenset
 __all__ = [
     "SKEW_BOUNDS",
     "SKEW_ESTIMABILITY",
+    "PanelNotebook",
     "check_panel",
     "describe",
     "local_work_table",
     "paired_answer",
+    "panel_notebook",
     "panel_results",
     "plot_panel",
     "plot_table2",
+    "print_local_work_table",
     "print_paired_answer",
+    "print_screening_and_final_accuracy",
     "print_skew_tables",
     "print_table2",
     "table2",

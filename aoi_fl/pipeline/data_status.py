@@ -14,6 +14,8 @@ from aoi_fl.pipeline.profiles import PROFILES
 
 #: datasets the papers' training notebooks use
 TRAIN_DATASETS = ("mnist", "cifar10", "cifar100", "fashion_mnist")
+#: how messages name the datasets that may be missing here
+CIFAR_LABELS = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
 
 
 def dataset_section(
@@ -45,7 +47,7 @@ def data_status(dataset: str, profile: str, data_root: str = "data") -> tuple[bo
     if dataset == "fashion_mnist":
         verify_fashion_mnist(data_root)
         return True, False, f"Fashion-MNIST verified under {data_root}/FashionMNIST/raw"
-    label = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}[dataset]
+    label = CIFAR_LABELS[dataset]
     folder = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python"}[dataset]
     if cifar_available(dataset, data_root):
         return True, False, f"{label} found under {data_root}/{folder}"
