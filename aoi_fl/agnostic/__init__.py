@@ -7,7 +7,9 @@ objectives they minimise (:mod:`~aoi_fl.agnostic.algorithms`). Experiments (Figs
 configurations (:mod:`~aoi_fl.agnostic.experiments`), tables (:mod:`~aoi_fl.agnostic.results`).
 """
 
-#: read by :mod:`aoi_fl.pipeline.plugins`: the modules whose import registers this paper's samplers,
-#: algorithms and styles, and the module of its ledger rows
+#: read by :mod:`aoi_fl.pipeline.plugins`: the paper's key and title in the ledger, the modules
+#: whose import registers its samplers, algorithms and styles, and the module of its ledger rows
+KEY = "agnostic"
+TITLE = "agnostic FedAvg under unknown participation"
 REGISTERS = ("algorithms", "samplers", "experiments")
 CLAIMS = "claims"

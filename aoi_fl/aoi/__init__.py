@@ -8,7 +8,9 @@ selection skew rho (eq. 24, :mod:`~aoi_fl.aoi.skew`). Samplers: the four policie
 (:mod:`~aoi_fl.aoi.figures`).
 """
 
-#: read by :mod:`aoi_fl.pipeline.plugins`: the modules whose import registers this paper's samplers,
-#: algorithms and styles, and the module of its ledger rows
+#: read by :mod:`aoi_fl.pipeline.plugins`: the paper's key and title in the ledger, the modules
+#: whose import registers its samplers, algorithms and styles, and the module of its ledger rows
+KEY = "aoi"
+TITLE = "Javani & Wang, Balancing Client Participation in FL Using AoI"
 REGISTERS = ("samplers",)
 CLAIMS = "claims"

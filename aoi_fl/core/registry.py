@@ -18,7 +18,9 @@ a user's registrations into worker processes.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -63,15 +65,18 @@ STYLES: dict[str, Style] = {}
 FAMILIES: dict[str, tuple[str, ...]] = {}
 #: training mode -> the per-round recorder a paper supplies for it (``"full_information"``)
 RECORDERS: dict[str, Any] = {}
+#: (kind, name) -> the module whose code made the registration (a paper's, a user's, __main__)
+REGISTRARS: dict[tuple[str, str], str] = {}
 
 
 def origin(obj: Any) -> tuple[str, str]:
-    """(module, qualified name) where a factory is defined (through a ``functools.partial``)."""
-    obj = getattr(obj, "func", obj)
+    """(module, qualified name) where a factory is defined (through any ``functools.partial``)."""
+    while isinstance(obj, functools.partial):
+        obj = obj.func
     return getattr(obj, "__module__", ""), getattr(obj, "__qualname__", repr(obj))
 
 
-def _add(kind: str, table: dict[str, Any], name: str, value: Any) -> None:
+def _add(kind: str, table: dict[str, Any], name: str, value: Any, registrar: str = "") -> None:
     if not isinstance(name, str) or not name:
         raise ValueError(f"{kind} name must be a non-empty string, got {name!r}")
     # the papers reuse words ("uniform"): a silent overwrite would train or draw the wrong
@@ -79,6 +84,7 @@ def _add(kind: str, table: dict[str, Any], name: str, value: Any) -> None:
     if name in table and origin(table[name]) != origin(value):
         raise ValueError(f"{kind} {name!r} is registered twice: {table[name]!r} and {value!r}")
     table[name] = value
+    REGISTRARS[(kind, name)] = registrar
 
 
 def declare_options(
@@ -119,14 +125,14 @@ def register_styles(styles: Mapping[str, Style]) -> None:
 
 def register_sampler(name: str, factory: Callable[..., Any], style: Style | None = None) -> None:
     """Make sampler ``name`` available to configurations (and figures, with a ``style``)."""
-    _add("sampler", SAMPLERS, name, factory)
+    _add("sampler", SAMPLERS, name, factory, sys._getframe(1).f_globals.get("__name__", ""))
     if style is not None:
         register_style(name, style)
 
 
 def register_algorithm(name: str, factory: Callable[..., Any], style: Style | None = None) -> None:
     """Make algorithm ``name`` available to configurations (and figures, with a ``style``)."""
-    _add("algorithm", ALGORITHMS, name, factory)
+    _add("algorithm", ALGORITHMS, name, factory, sys._getframe(1).f_globals.get("__name__", ""))
     if style is not None:
         register_style(name, style)
 

@@ -9,7 +9,9 @@ configurations (:mod:`~aoi_fl.fedsum.experiments`), tables (:mod:`~aoi_fl.fedsum
 figures (:mod:`~aoi_fl.fedsum.figures`).
 """
 
-#: read by :mod:`aoi_fl.pipeline.plugins`: the modules whose import registers this paper's samplers,
-#: algorithms and styles, and the module of its ledger rows
+#: read by :mod:`aoi_fl.pipeline.plugins`: the paper's key and title in the ledger, the modules
+#: whose import registers its samplers, algorithms and styles, and the module of its ledger rows
+KEY = "fedsum"
+TITLE = "FedSUM family"
 REGISTERS = ("patterns", "algorithms", "baselines", "experiments")
 CLAIMS = "claims"

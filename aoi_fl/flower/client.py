@@ -23,6 +23,7 @@ from aoi_fl.core.tensors import stack
 from aoi_fl.core.train import FederatedTrainer
 from aoi_fl.core.validation import require_int
 from aoi_fl.flower.strategy import ARRAYS, CONFIG, INDEX_QUERY, METRICS
+from aoi_fl.pipeline import plugins
 
 
 @functools.lru_cache(maxsize=2)
@@ -56,12 +57,16 @@ def train_client(
     return {k: v[0] for k, v in out.items()}, len(trainer.data.partition[client])
 
 
-def client_app(config: dict[str, Any], data_root: str = "data", threads: int = 1) -> ClientApp:
+def client_app(
+    config: dict[str, Any], data_root: str = "data", threads: int = 1, shipped: tuple = ()
+) -> ClientApp:
     """A ClientApp for ``config`` (a run configuration of :mod:`aoi_fl.pipeline.runs`).
 
     Each client trains with ``threads`` torch threads (set on every training message: Flower
     reuses processes): a convolution's sums are split by thread, so the in-process trainer
     gives the same bits only with the same thread count (the grids' workers use 1).
+    ``shipped``: the user's registrations the configuration needs
+    (:func:`aoi_fl.pipeline.plugins.shipped`), registered in the client's process first.
     """
     threads = require_int("threads", threads, minimum=1)
     app = ClientApp()
@@ -73,6 +78,7 @@ def client_app(config: dict[str, Any], data_root: str = "data", threads: int = 1
 
     @app.train()
     def train(message: Message, context: Context) -> Message:
+        plugins.install(shipped)
         torch.set_num_threads(threads)
         sent = message.content[CONFIG]
         client = client_index(context)

@@ -27,6 +27,7 @@ from flwr.simulation import run_simulation
 from aoi_fl.core.train import FederatedTrainer
 from aoi_fl.flower.client import client_app
 from aoi_fl.flower.strategy import SamplerStrategy
+from aoi_fl.pipeline import plugins
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ def run_flower(
     from aoi_fl.pipeline.runs import build_trainer, resolve_config
 
     resolved = resolve_config(config)
+    # the clients run in Ray actors: the user's sampler or algorithm goes with them (or is
+    # refused here, before anything starts, when it cannot)
+    shipped = plugins.shipped([resolved], by_value=True)
     server = build_trainer(resolved, data_root, device="cpu")
     strategy = SamplerStrategy.from_trainer(server, on_failure)
     rounds, every = server.settings.rounds, server.settings.eval_every
@@ -104,7 +108,7 @@ def run_flower(
     try:
         run_simulation(
             server_app=app,
-            client_app=client_app(resolved, data_root, threads),
+            client_app=client_app(resolved, data_root, threads, shipped),
             num_supernodes=server.sampler.n,
             backend_config={
                 "client_resources": {"num_cpus": 1, "num_gpus": 0.0},

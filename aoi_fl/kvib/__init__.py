@@ -7,7 +7,9 @@ Theory: sampling procedures, the unbiased estimator, its variance and the optima
 (:mod:`~aoi_fl.kvib.experiments`), tables (:mod:`~aoi_fl.kvib.results`).
 """
 
-#: read by :mod:`aoi_fl.pipeline.plugins`: the modules whose import registers this paper's samplers,
-#: algorithms and styles, and the module of its ledger rows
+#: read by :mod:`aoi_fl.pipeline.plugins`: the paper's key and title in the ledger, the modules
+#: whose import registers its samplers, algorithms and styles, and the module of its ledger rows
+KEY = "kvib"
+TITLE = "K-Vib sampler"
 REGISTERS = ("samplers", "experiments")
 CLAIMS = "claims"

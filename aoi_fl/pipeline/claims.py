@@ -47,12 +47,6 @@ VERDICTS = (
     "inconclusive at this budget",
     "not computable here",
 )
-PAPERS = {
-    "aoi": "Javani & Wang, Balancing Client Participation in FL Using AoI",
-    "agnostic": "agnostic FedAvg under unknown participation",
-    "kvib": "K-Vib sampler",
-    "fedsum": "FedSUM family",
-}
 #: a regular expression matching any verdict (longest first: "held" is inside "not held"); a
 #: row's ``printed_as`` wraps it in a group to find the verdict a notebook prints
 VERDICT_PATTERN = "|".join(re.escape(v) for v in sorted(VERDICTS, key=len, reverse=True))
@@ -93,7 +87,7 @@ class Claim:
     printed_as: str | None = None
 
     def __post_init__(self) -> None:
-        require_choice("paper", self.paper, tuple(PAPERS))
+        require_choice("paper", self.paper, plugins.paper_titles())
         require_choice("verdict", self.verdict, VERDICTS)
 
     @property
@@ -247,7 +241,7 @@ class Untested:
     reason: str
 
     def __post_init__(self) -> None:
-        require_choice("paper", self.paper, tuple(PAPERS))
+        require_choice("paper", self.paper, plugins.paper_titles())
         for name in ("ref", "statement", "reason"):
             if not getattr(self, name).strip():
                 raise ValueError(f"Untested.{name} must be a non-empty text")

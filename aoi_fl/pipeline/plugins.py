@@ -41,6 +41,14 @@ def paper_packages() -> tuple[str, ...]:
 
 
 @functools.cache
+def paper_titles() -> dict[str, str]:
+    """The papers' keys (a ledger row's ``paper``) and titles, from their packages' ``KEY`` and
+    ``TITLE`` (only the packages themselves are imported)."""
+    packages = [importlib.import_module(name) for name in paper_packages()]
+    return {package.KEY: package.TITLE for package in packages}
+
+
+@functools.cache
 def load() -> tuple[ModuleType, ...]:
     """Import every paper package and its ``REGISTERS`` modules (once per process)."""
     packages = tuple(importlib.import_module(name) for name in paper_packages())
@@ -63,9 +71,14 @@ def claim_modules() -> list[ModuleType]:
 _NAMED = (("sampler", "sampler", registry.SAMPLERS), ("algorithm", "training", registry.ALGORITHMS))
 
 
-def _from_a_paper(factory: Any) -> bool:
-    module = registry.origin(factory)[0]
-    return any(module == p or module.startswith(p + ".") for p in paper_packages())
+def _in(module: str, packages: Iterable[str]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def _registered_by_a_paper(kind: str, name: str) -> bool:
+    # who registered the name, not where its factory is defined: a user may register a paper's
+    # factory under a name of their own, which a worker's load() does not make
+    return _in(registry.REGISTRARS.get((kind, name), ""), paper_packages())
 
 
 def shipped(
@@ -81,7 +94,7 @@ def shipped(
         for kind, section, table in _NAMED:
             spec = config.get(section, {})
             name = spec.get("name") if kind == "sampler" else spec.get("algorithm", {}).get("name")
-            if name is None or (kind, name) in out or _from_a_paper(table[name]):
+            if name is None or (kind, name) in out or _registered_by_a_paper(kind, name):
                 continue
             out[(kind, name)] = _pickled(kind, name, table[name], by_value)
     return tuple((kind, name, data) for (kind, name), data in out.items())
@@ -99,11 +112,13 @@ def _pickled(kind: str, name: str, factory: Any, by_value: bool) -> bytes:
             "my_policies.py next to the notebook) and import that module; or run with workers=1 "
             "and the local executor, which train in this process"
         )
+    # a worker has aoi_fl and the standard library: their functions travel by reference
+    by_value = by_value and not _in(module, ("aoi_fl", *sys.stdlib_module_names))
+    if by_value:
+        from ray import cloudpickle  # Ray's serialiser (its own copy of cloudpickle)
     try:
         if not by_value:
             return pickle.dumps(factory)
-        from ray import cloudpickle  # Ray's serialiser (its own copy of cloudpickle)
-
         cloudpickle.register_pickle_by_value(sys.modules[module])
         try:
             return cloudpickle.dumps(factory)

@@ -515,6 +515,11 @@ def run_grid(
         # a run trained just now is read back from the cache, as a cached one was read already
         trained = hit is None
         hit = store.load(configs[i]) if trained else hit
+        if hit is None:  # stored by the run a moment ago, unreadable now (warned about above)
+            raise RuntimeError(
+                f"the result of configuration {i} (key {config_key(configs[i])}) was trained but "
+                f"cannot be read back from {cache_dir}; rerun the grid to recompute it"
+            )
         results[i] = dataclasses.replace(_cached(configs[i], hit), cached=not trained)
         if on_result is not None:
             on_result(i, results[i])

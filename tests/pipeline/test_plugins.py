@@ -7,6 +7,7 @@ says to move it into an importable module; one worker in this process still take
 """
 
 import importlib
+import re
 import sys
 import textwrap
 
@@ -94,10 +95,10 @@ def test_the_shared_layers_name_no_paper():
 
     root = pathlib.Path(plugins.__file__).parent.parent
     for layer in ("core", "data", "pipeline"):
-        for path in (root / layer).glob("*.py"):
+        for path in (root / layer).rglob("*.py"):
             text = path.read_text()
-            for paper in ("aoi", "agnostic", "kvib", "fedsum"):
-                assert f"aoi_fl.{paper}" not in text.replace("aoi_fl.aoi_fl", ""), (path, paper)
+            for paper in plugins.paper_titles():
+                assert not re.search(rf"\baoi_fl\.{paper}\b", text), (path, paper)
 
 
 @pytest.mark.slow
@@ -149,3 +150,39 @@ def test_a_lambda_is_refused_with_the_same_advice(tmp_path):
 def test_one_worker_in_this_process_takes_a_notebook_cells_sampler(notebook_sampler, tmp_path):
     results = runs.run_grid([config(notebook_sampler)], cache_dir=str(tmp_path), progress=False)
     assert selections(results) == [[[0, 2], [1, 3], [0, 2]]]
+
+
+@pytest.fixture
+def paper_factory_renamed(tmp_path):
+    """A paper's factory registered by the user under a name of their own (nested partials)."""
+    import functools
+
+    name = f"my_random_{tmp_path.name}"
+    registry.register_sampler(name, functools.partial(registry.SAMPLERS["random"]))
+    yield name
+    del registry.SAMPLERS[name]
+
+
+def test_a_paper_factory_under_a_users_name_is_shipped_by_reference(paper_factory_renamed):
+    import pickle
+
+    config_ = config(paper_factory_renamed)
+    config_["sampler"]["m"] = 2
+    assert registry.REGISTRARS[("sampler", paper_factory_renamed)] == __name__
+    for by_value in (False, True):  # Ray: aoi_fl travels by reference too
+        if by_value:
+            pytest.importorskip("ray")
+        ((kind, name, data),) = plugins.shipped([config_], by_value=by_value)
+        assert (kind, name) == ("sampler", paper_factory_renamed)
+        assert registry.origin(pickle.loads(data)) == registry.origin(registry.SAMPLERS["random"])
+    assert plugins.shipped([config("random")]) == ()  # a paper's own name: the worker loads it
+
+
+@pytest.mark.slow
+def test_a_paper_factory_under_a_users_name_trains_in_workers(paper_factory_renamed, tmp_path):
+    configs = [config(paper_factory_renamed, seed) for seed in (0, 1)]
+    for c in configs:
+        c["sampler"]["m"] = 2
+    apart = runs.run_grid(configs, cache_dir=str(tmp_path / "a"), workers=2, progress=False)
+    here = runs.run_grid(configs, cache_dir=str(tmp_path / "b"), progress=False)
+    assert selections(apart) == selections(here)
