@@ -27,6 +27,7 @@ from aoi_fl.agnostic.experiments import (
     TASK_TITLES,
     TASKS,
 )
+from aoi_fl.pipeline.notebook import print_table
 from aoi_fl.pipeline.plotting import style
 
 #: the titles of Fig. 1's panels, in the order of :data:`experiments.FIG1_PANELS`
@@ -202,7 +203,7 @@ def print_temperatures(ps: dict[float, list[np.ndarray]], lemma1: tuple[float, s
     """Print :func:`results.temperature_table` of the induced p over the temperature grid, then
     Lemma 1's check (:func:`results.lemma1_check`: the largest error in standard errors, the
     verdict)."""
-    print(ar.temperature_table(ps).to_string(float_format="{:.3f}".format))
+    print_table(ar.temperature_table(ps), "{:.3f}")
     worst, verdict = lemma1
     print(
         f"\nLemma 1 on {ar.EXACT_CASE}: largest |estimate - exact p| = {worst:.2f} standard "
@@ -266,14 +267,14 @@ def print_fig2_tables(points: pd.DataFrame) -> pd.DataFrame:
             index=trends.index,
         )
         print(formatted.to_string(), "\n")
-    print(ar.fig2_summary(points).to_string(float_format="{:.4f}".format))
+    print_table(ar.fig2_summary(points), "{:.4f}")
     return trends
 
 
 def print_aoi_policy_ps(ps: dict[tuple[str, int, str], np.ndarray], cycle: np.ndarray) -> None:
     """Print :func:`results.aoi_policy_p_table` (the AoI policies' skew and N sum p^2), then the
     skew of the m = 10 cycle (:func:`results.markov_cycle_p`)."""
-    print(ar.aoi_policy_p_table(ps).to_string(float_format="{:.3f}".format))
+    print_table(ar.aoi_policy_p_table(ps), "{:.3f}")
     print(
         "\nmarkov_optimal with m = 10 (n/m = 10, a deterministic cycle): "
         f"skew {agnostic.l1_skew(cycle):.3f}"

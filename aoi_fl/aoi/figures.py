@@ -21,6 +21,7 @@ from aoi_fl.aoi import results as summaries
 from aoi_fl.pipeline import notebook, plotting, runs
 from aoi_fl.pipeline.cache import config_key
 from aoi_fl.pipeline.data_status import CIFAR_LABELS, data_status
+from aoi_fl.pipeline.notebook import print_table
 from aoi_fl.pipeline.profiles import resolve_profile
 
 
@@ -138,9 +139,9 @@ def print_paired_answer(
     others = sorted({r.config["sampler"]["name"] for r in results} - {fast})
     table, paired = paired_answer(results, dataset, others, fast)
     print(f"rounds to {experiments.TARGETS[dataset]:.0%} test accuracy per seed")
-    print(table.to_string(float_format="{:.1f}".format))
+    print_table(table, "{:.1f}")
     print(f"\n{fast} minus the other policy, paired over seeds")
-    print(paired.to_string(float_format="{:.2f}".format))
+    print_table(paired, "{:.2f}")
     return table, paired
 
 
@@ -154,9 +155,9 @@ def print_screening_and_final_accuracy(results: Sequence[Any], dataset: str) -> 
         return
     margin = experiments.SCREEN_MARGIN[dataset]
     print("screening check: full-test minus subset accuracy where both were measured")
-    print(summaries.screening_check(results, margin).to_string(float_format="{:.4f}".format))
+    print_table(summaries.screening_check(results, margin), "{:.4f}")
     print("\nfinal accuracy (mean of the last 5 common evaluations):")
-    print(summaries.final_accuracy_table(results).to_string(float_format="{:.4f}".format))
+    print_table(summaries.final_accuracy_table(results), "{:.4f}")
 
 
 def local_work_table(panels: dict[str, Sequence[Any]], profile: str, dataset: str) -> pd.DataFrame:
@@ -184,7 +185,7 @@ def local_work_table(panels: dict[str, Sequence[Any]], profile: str, dataset: st
 
 def print_local_work_table(panels: dict[str, Sequence[Any]], profile: str, dataset: str) -> None:
     """Print :func:`local_work_table`."""
-    print(local_work_table(panels, profile, dataset).to_string(float_format="{:.1f}".format))
+    print_table(local_work_table(panels, profile, dataset), "{:.1f}")
 
 
 def check_panel(
@@ -310,14 +311,12 @@ class PanelNotebook:
         configuration, then, if there are results, the plot (:func:`plot_panel`, ``title``
         marked when the data are synthetic) saved as ``figure`` and shown, and the paired answer
         to the paper's claim (:func:`print_paired_answer`). Returns the results."""
-        import matplotlib.pyplot as plt
 
         results = self.load(panel, example=True)
         if results:
             dataset, _, synthetic = self._status(panel)
             fig = plot_panel(results, dataset, title + (" · SYNTHETIC DATA" if synthetic else ""))
-            plotting.save_figure(fig, figure, self.profile, self.env.FIGURES)
-            plt.show()
+            self.env.show(fig, figure)
             print_paired_answer(results, dataset)
         return results
 
@@ -395,7 +394,7 @@ def print_table2(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
         "Table II · average empirical rho (ours: mean over the rounds used and the seeds; "
         "paper: its Table II)"
     )
-    print(table.to_string(float_format="{:.3f}".format))
+    print_table(table, "{:.3f}")
     return table
 
 
@@ -405,9 +404,9 @@ def print_skew_tables(tables: dict[str, pd.DataFrame]) -> None:
     (:data:`SKEW_BOUNDS`)."""
     for dataset, table in tables.items():
         print(f"\n{dataset}: average rho and its dependence on F_k(theta_k*), mean over seeds")
-        print(table[SKEW_ESTIMABILITY].to_string(float_format="{:.3f}".format))
+        print_table(table[SKEW_ESTIMABILITY], "{:.3f}")
         print(f"\n{dataset}: bounds of Theorem 2's skew terms, mean over seeds")
-        print(table[SKEW_BOUNDS].to_string(float_format="{:.3f}".format))
+        print_table(table[SKEW_BOUNDS], "{:.3f}")
 
 
 def plot_table2(tables: dict[str, pd.DataFrame], synthetic: set[str] | frozenset = frozenset()):

@@ -26,7 +26,7 @@ from aoi_fl.core.stats import SelectionStats
 from aoi_fl.core.validation import require_choice
 from aoi_fl.data import partition
 from aoi_fl.pipeline import notebook, plotting
-from aoi_fl.pipeline.notebook import NotebookSetup
+from aoi_fl.pipeline.notebook import NotebookSetup, print_table
 from aoi_fl.pipeline.profiles import resolve_profile, settings
 
 POLICIES = samplers.POLICIES
@@ -97,10 +97,6 @@ def selection_setup(profile: str) -> tuple[str, SelectionSettings, NotebookSetup
     return profile, cfg, env
 
 
-def _print(table: pd.DataFrame, digits: int, index: bool = True) -> None:
-    print(table.to_string(index=index, float_format=f"{{:.{digits}f}}".format))
-
-
 # ---------------------------------------------------------------------------------------------
 # Fig. 1 and Theorem 1 (notebook 01)
 
@@ -131,7 +127,7 @@ def print_chain_laws(p_opt: np.ndarray, p_lin: np.ndarray, n: int, m: int) -> No
         },
         index=pd.Index(range(len(p_opt)), name="age a"),
     )
-    _print(table, 6)
+    print_table(table, "{:.6f}")
     print(
         f"pi_0 optimal = {markov.selection_rate(p_opt):.6f}, "
         f"linear = {markov.selection_rate(p_lin):.6f}, m/n = {m / n:.6f}"
@@ -153,7 +149,7 @@ def print_interval_moments(p_opt: np.ndarray, p_lin: np.ndarray, n: int, m: int)
         )
     )
     table = pd.DataFrame(rows, columns=["policy", "E[X]", "Var[X]"])
-    _print(table, 6, index=False)
+    print_table(table, "{:.6f}", index=False)
 
 
 def print_families(n: int, m: int, m_prime: int) -> None:
@@ -163,7 +159,7 @@ def print_families(n: int, m: int, m_prime: int) -> None:
         {f: markov.calibrate_family(f, n, m, m_prime) for f in markov.FAMILIES},
         index=pd.Index(range(m_prime + 1), name="age a"),
     )
-    _print(families, 6)
+    print_table(families, "{:.6f}")
     for family, p in families.items():
         print(
             f"{family:>11}: pi_0 = {markov.selection_rate(p):.6f}, "
@@ -194,7 +190,7 @@ def print_theorem1(grid=THEOREM1_GRID) -> pd.DataFrame:
             }
         )
     table = pd.DataFrame(rows)
-    _print(table, 6, index=False)
+    print_table(table, "{:.6f}", index=False)
     return table
 
 
@@ -222,7 +218,7 @@ def print_optimiser(starts: int, grid=THEOREM1_GRID) -> pd.DataFrame:
             }
         )
     table = pd.DataFrame(rows)
-    _print(table, 6, index=False)
+    print_table(table, "{:.6f}", index=False)
     print(
         f"{starts} random starts per grid point; '=' within {tol:g} (relative), "
         f"pi_0 within {markov.FEASIBLE_RTOL:g}; most starts: more than half end within {tol:g} "
@@ -291,7 +287,7 @@ def print_sigma_closed_forms(closed: dict[str, float], n: int, m: int) -> None:
             "paper": [PAPER_SIGMA[k] for k in POLICIES],
         }
     )
-    _print(table, 4, index=False)
+    print_table(table, "{:.4f}", index=False)
     print(f"\n1/m = {1 / m:.4f}: Theorem 4's Sigma = (1 - sum q_i^2)/m can never exceed it")
     print(
         f"Theorem 5 with |S| = 0 as printed in eq. 33 (term dropped): "
@@ -441,7 +437,7 @@ def print_spread(spread: pd.DataFrame) -> None:
     summary["paper's percentile"] = [
         (spread[k] <= v).mean() * 100 for k, v in zip(spread, summary["paper"], strict=True)
     ]
-    _print(summary, 4)
+    print_table(summary, "{:.4f}")
 
 
 def plot_sigma_spread(spread: pd.DataFrame, m: int) -> Figure:
@@ -489,7 +485,7 @@ def print_sigma_readings(closed: dict[str, float], gamma: dict[str, float], n: i
             "paper": PAPER_SIGMA,
         }
     )
-    _print(table, 4)
+    print_table(table, "{:.4f}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -684,7 +680,7 @@ def print_window_table(
     )
     for policy, values in closed.items():
         table[f"{policy} (closed form)"] = values
-    _print(table.loc[shown], 4)
+    print_table(table.loc[shown], "{:.4f}")
 
 
 __all__ = [

@@ -22,7 +22,7 @@ from aoi_fl.fedsum.experiments import (
     profile_settings,
 )
 from aoi_fl.fedsum.results import curve, group, p_grid_groups
-from aoi_fl.pipeline.plotting import plot_band, save_figure, style
+from aoi_fl.pipeline.plotting import plot_band, style
 
 AXIS_LABELS = {
     "train_loss": "training loss",
@@ -86,13 +86,6 @@ def plot_label_histogram(ax: plt.Axes, histogram: np.ndarray) -> plt.Axes:
     ax.set_xlabel("client")
     ax.set_ylabel("samples")
     return ax
-
-
-def show(fig: plt.Figure, name: str, profile: str, directory: str) -> None:
-    """Save ``fig`` as ``<directory>/<name>.pdf`` and ``.png``, stamped with ``profile`` (nothing
-    is written in ``smoke``: :func:`~aoi_fl.pipeline.plotting.save_figure`), and display it."""
-    save_figure(fig, name, profile, directory)
-    plt.show()
 
 
 def participation_delays(table: pd.DataFrame, profile: str) -> plt.Figure:

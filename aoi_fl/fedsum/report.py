@@ -20,6 +20,7 @@ from aoi_fl.fedsum import claims as fc
 from aoi_fl.fedsum import delays, traces
 from aoi_fl.fedsum import experiments as fx
 from aoi_fl.fedsum import results as fr
+from aoi_fl.pipeline.notebook import print_table
 
 #: the columns of Fig. 1's final table (notebook 15)
 FIG1_COLUMNS = (
@@ -53,10 +54,6 @@ CASE_COLUMNS = (
 LONG_COLUMNS = tuple(c for c in FIG1_COLUMNS if "threshold" not in c and c != "reached")
 
 
-def _print(table: pd.DataFrame, fmt: str = "{:.4f}") -> None:
-    print(table.to_string(float_format=fmt.format))
-
-
 # ---------------------------------------------------------------------------------------------
 # Notebook 14: participation delays (eqs 2-4) against App. F
 
@@ -65,7 +62,7 @@ def delay_table(table: pd.DataFrame, profile: str) -> None:
     """:func:`aoi_fl.fedsum.traces.pattern_table` with its rounds and seeds."""
     _, _, t, seeds = traces.sizes(profile)
     print(f"T = {t} rounds, {len(seeds)} seeds (mean, min and max over seeds):")
-    _print(table, "{:.2f}")
+    print_table(table, "{:.2f}")
 
 
 def closed_forms(n: int, s: int, t: int) -> None:
@@ -188,7 +185,7 @@ def fig1_final(table: pd.DataFrame, threshold: float) -> None:
     """Fig. 1's final metrics (``table``: :func:`aoi_fl.fedsum.results.final_table` with the
     ``threshold`` test accuracy)."""
     print(f"threshold: test accuracy {threshold:.0%}")
-    _print(table[list(FIG1_COLUMNS)])
+    print_table(table[list(FIG1_COLUMNS)])
 
 
 def claim_i(table: pd.DataFrame, summaries: Sequence[Any]) -> None:
@@ -198,12 +195,13 @@ def claim_i(table: pd.DataFrame, summaries: Sequence[Any]) -> None:
     (:func:`~aoi_fl.fedsum.results.late_loss_ratio`)."""
     for metric in fr.CLAIM_METRICS:
         print(f"\n{metric}:")
-        _print(fr.head_to_head(table, metric, ["fedsum", "fedsum_cr"], fx.BASELINES))
+        print_table(fr.head_to_head(table, metric, ["fedsum", "fedsum_cr"], fx.BASELINES))
     rounds = table["rounds to threshold"].unstack("algorithm")
     print("\nrounds to the threshold (NaN: not reached):")
-    _print(rounds[list(fx.MAIN_ALGORITHMS)], "{:.0f}")
+    print_table(rounds[list(fx.MAIN_ALGORITHMS)], "{:.0f}")
     print("\ntraining loss ratio over the last two evaluations (smaller: still falling faster):")
-    _print(fr.late_loss_ratio(fr.group(summaries), fx.MAIN_PATTERNS, fx.MAIN_ALGORITHMS), "{:.3f}")
+    ratio = fr.late_loss_ratio(fr.group(summaries), fx.MAIN_PATTERNS, fx.MAIN_ALGORITHMS)
+    print_table(ratio, "{:.3f}")
 
 
 def claim_ii(summaries: Sequence[Any]) -> None:
@@ -218,7 +216,7 @@ def claim_ii(summaries: Sequence[Any]) -> None:
             continue
         best = fr.best_of(methods, metric)
         print(f"\n{metric} at the budget (model-size vectors):")
-        _print(at.assign(best=best))
+        print_table(at.assign(best=best))
         better = fr.ahead(methods["fedsum_cr"], methods["fedsum"], metric)
         print(
             f"FedSUM-CR better than FedSUM at the budget on {int(better.sum())} of {len(best)} "
@@ -237,7 +235,7 @@ def cases_final(table: pd.DataFrame, last: int, threshold: float) -> None:
         f"final values (mean of the last {last} evaluation(s)); threshold {threshold:.0%} test "
         "accuracy; tau of each run's own trace:"
     )
-    _print(table[list(CASE_COLUMNS)])
+    print_table(table[list(CASE_COLUMNS)])
 
 
 def cases_claims(table: pd.DataFrame, summaries: Sequence[Any]) -> None:
@@ -267,15 +265,15 @@ def p_grid(table: pd.DataFrame) -> None:
     """Fig. 10's final metrics per p with the trace's delays and the loss's rises
     (``table``: :func:`aoi_fl.fedsum.results.p_grid_table`)."""
     columns = ["p", "tau_max", "tau_avg", "train_loss", "objective", "test_accuracy", "loss rises"]
-    _print(table[columns])
+    print_table(table[columns])
 
 
 def family(table: pd.DataFrame) -> None:
     """Fig. 11's final metrics (``table``: :func:`aoi_fl.fedsum.results.final_table`) and the
     margins of FedSUM-B and FedSUM-CR over FedSUM (:func:`~aoi_fl.fedsum.results.
     family_margins`)."""
-    _print(table[["train_loss", "objective", "test_accuracy", "oscillation"]])
-    _print(fr.family_margins(table), "{:+.4f}")
+    print_table(table[["train_loss", "objective", "test_accuracy", "oscillation"]])
+    print_table(fr.family_margins(table), "{:+.4f}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -287,7 +285,7 @@ def long_final(runs: Mapping[str, Sequence[Any]], last: int) -> None:
     the last ``last`` evaluations of the ``long`` and ``long_cases`` runs of ``runs``, figure ->
     runs) and every method's metrics at each pattern's common communication budget
     (:func:`~aoi_fl.fedsum.results.budget_table` of the ``long`` runs)."""
-    _print(fr.final_table([*runs["long"], *runs["long_cases"]], last=last)[list(LONG_COLUMNS)])
+    print_table(fr.final_table([*runs["long"], *runs["long_cases"]], last=last)[list(LONG_COLUMNS)])
     for metric in fr.CLAIM_METRICS:
         print(f"\n{metric} at each pattern's common communication budget (model-size vectors):")
-        _print(fr.budget_table(runs["long"], metric))
+        print_table(fr.budget_table(runs["long"], metric))

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from aoi_fl.fedsum import experiments as fx
-from aoi_fl.fedsum import figures
 from aoi_fl.fedsum import results as fr
 from aoi_fl.pipeline import notebook
 from aoi_fl.pipeline.data_status import data_status
+from aoi_fl.pipeline.notebook import print_table
 
 
 def describe(figure: str, planned: Sequence[fx.Planned], profile: str) -> str:
@@ -91,8 +91,8 @@ class Session:
 
     def show(self, fig: Any, name: str) -> None:
         """Save ``fig`` under the figures folder as ``name`` and display it
-        (:func:`aoi_fl.fedsum.figures.show`)."""
-        figures.show(fig, name, self.profile, self.env.FIGURES)
+        (:meth:`aoi_fl.pipeline.notebook.NotebookSetup.show`)."""
+        self.env.show(fig, name)
 
     def cifar10(
         self, panels: Sequence[str], notebook_number: int, *, exercise: bool = False
@@ -123,7 +123,7 @@ class Session:
                 ]
             table = fr.final_table(self.run(planned), last=self.last)
             print(f"CIFAR-10, {figure}:")
-            print(table[["train_loss", "test_accuracy"]].to_string(float_format="{:.4f}".format))
+            print_table(table[["train_loss", "test_accuracy"]], "{:.4f}")
 
 
 def setup(profile: str, rerun: bool = False, kind: str = "cnn") -> Session:

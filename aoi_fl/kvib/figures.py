@@ -20,6 +20,7 @@ from aoi_fl.kvib import estimators
 from aoi_fl.kvib import experiments as kx
 from aoi_fl.kvib import results as kr
 from aoi_fl.pipeline import plotting
+from aoi_fl.pipeline.notebook import print_table
 
 #: Fig. 1's colours (by the closed forms' keys of :func:`aoi_fl.kvib.claims.example_3_1_mse`):
 #: uniform, RSP and ISP drawn as the samplers that use them
@@ -42,7 +43,7 @@ def print_example_3_1(g: np.ndarray, mse) -> None:
         f"norms: min {a.min():.1f}, median {np.median(a):.1f}, max {a.max():.1f}; "
         f"sum of squares {np.sum(a**2):.0f}, ||sum g||^2 {np.sum(g.sum(0) ** 2):.0f}"
     )
-    print(mse.to_string(index=False, float_format="{:.2f}".format))
+    print_table(mse, "{:.2f}", index=False)
     print("z: (repetitions - closed form) / standard error")
 
 
@@ -98,7 +99,7 @@ def print_example_3_2(ex: kr.Example32) -> None:
     print(f"Global: sum g = ({total[0]:.4f}, {total[1]:.4f})")
     for name, table in ex.outcomes.items():
         print(f"\n{name} outcomes:")
-        print(table.to_string(index=False, float_format="{:.4f}".format))
+        print_table(table, "{:.4f}", index=False)
         mean, exact = ex.moments(name)
         print(
             f"  E[d] = ({mean[0]:.4f}, {mean[1]:.4f}); variance (enumeration) {exact:.4f}, "
@@ -267,7 +268,7 @@ def print_k_grid(grid: Sequence[Any], settings: Mapping[str, Any]) -> None:
     )
     for column in K_GRID_COLUMNS:
         print(f"\n{column}:")
-        print(kr.by_k(table, column).to_string(float_format="{:.4g}".format))
+        print_table(kr.by_k(table, column), "{:.4g}")
 
 
 def plot_k_grid(grid: Sequence[Any], settings: Mapping[str, Any]):
@@ -320,7 +321,7 @@ def print_gamma_grid(gamma: Sequence[Any], settings: Mapping[str, Any]) -> None:
         f"K-Vib, K = {settings['k']}, theta = {kx.SENSITIVITY_THETA}, gamma = scale * G^2 N / "
         f"(K theta); scales {settings['gamma_scales']} (ours)"
     )
-    print(table.drop(columns=["sampler", "K"]).to_string(index=False, float_format="{:.4g}".format))
+    print_table(table.drop(columns=["sampler", "K"]), "{:.4g}", index=False)
 
 
 def plot_fig3c(gamma: Sequence[Any], settings: Mapping[str, Any]):
@@ -472,7 +473,7 @@ def print_mnist_table(table, settings: Mapping[str, Any]) -> None:
         f"rounds to {settings['target']:.0%} test accuracy: mean over the seeds that reach it "
         f"(of {settings['seeds']})"
     )
-    print(table.drop(columns=["K", "gamma scale"]).to_string(float_format="{:.3g}".format))
+    print_table(table.drop(columns=["K", "gamma scale"]), "{:.3g}")
     print(
         f"\npaper (FEMNIST, CNN, target {kx.PAPER_FEMNIST_TARGET:.0%}): K-Vib "
         + ", ".join(f"{v:g}x faster on {k}" for k, v in kx.PAPER_FEMNIST_SPEEDUP.items())

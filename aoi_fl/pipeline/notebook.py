@@ -23,7 +23,9 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.figure import Figure
 
 from aoi_fl.core.device import describe, requested_device, resolve_device
 from aoi_fl.pipeline import plotting
@@ -105,6 +107,12 @@ class NotebookSetup:
     def THREADS(self) -> int | None:
         return None if self.profile == "smoke" else 1
 
+    def show(self, fig: Figure, name: str) -> None:
+        """Save ``fig`` as ``name`` under :attr:`FIGURES` (PDF and PNG stamped with the profile;
+        nothing in ``smoke``: :func:`~aoi_fl.pipeline.plotting.save_figure`) and display it."""
+        plotting.save_figure(fig, name, self.profile, self.FIGURES)
+        plt.show()
+
     @cached_property
     def RESULTS(self) -> str:
         # smoke runs are for the tests: their results never go to results/
@@ -143,3 +151,9 @@ def setup(
     device = requested_device()
     print(f"device: {describe(resolve_device(device))}" + ("" if device != "auto" else " (auto)"))
     return NotebookSetup(profile, DEVICE=device)
+
+
+def print_table(table: pd.DataFrame, fmt: str = "{:.4f}", *, index: bool = True) -> None:
+    """Print ``table`` with its floats as ``fmt`` (a ``str.format`` pattern): how every notebook
+    shows a table in plain text, so that the saved outputs are diffable."""
+    print(table.to_string(index=index, float_format=fmt.format))

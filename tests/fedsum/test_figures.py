@@ -187,17 +187,6 @@ def panel(algorithms, patterns=MAIN_PATTERNS):
     return [run(p, a, seed) for seed in (0, 1) for p in patterns for a in algorithms]
 
 
-def test_show_saves_outside_smoke_only_and_displays(tmp_path, monkeypatch):
-    shown = []
-    monkeypatch.setattr(figures.plt, "show", lambda: shown.append(True))
-    figures.show(plt.figure(), "smoke_figure", "smoke", tmp_path)
-    assert shown == [True] and list(tmp_path.iterdir()) == []  # bug: smoke runs write figures
-    figures.show(plt.figure(), "cpu_figure", "cpu", tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cpu_figure.pdf", "cpu_figure.png"]
-    assert shown == [True, True]
-    plt.close("all")
-
-
 def test_pattern_grid_puts_patterns_in_columns_and_metrics_in_rows():
     groups = group(panel(["fedsum", "fedavg"]))
     fig = figures.pattern_grid(groups, ["fedsum", "fedavg"], "a title", model="toy")

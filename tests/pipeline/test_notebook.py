@@ -115,3 +115,23 @@ def test_a_smoke_notebook_under_nbval_leaves_no_temporary_folder(tmp_path):
     )
     assert out.returncode == 0, out.stdout[-3000:]
     assert wait_until_clean(tmp_path) == []
+
+
+def test_show_saves_outside_smoke_only_and_displays(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    shown = []
+    monkeypatch.setattr(notebook.plt, "show", lambda: shown.append(True))
+    notebook.NotebookSetup("smoke", FIGURES=str(tmp_path)).show(plt.figure(), "smoke_figure")
+    assert shown == [True] and list(tmp_path.iterdir()) == []  # bug: smoke runs write figures
+    notebook.NotebookSetup("cpu", FIGURES=str(tmp_path)).show(plt.figure(), "cpu_figure")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cpu_figure.pdf", "cpu_figure.png"]
+    assert shown == [True, True]
+    plt.close("all")
+
+
+def test_print_table_formats_the_floats(capsys):
+    import pandas as pd
+
+    notebook.print_table(pd.DataFrame({"a": [0.123456]}), "{:.2f}", index=False)
+    assert capsys.readouterr().out == "   a\n0.12\n"
