@@ -19,10 +19,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from aoi_fl.aoi import experiments, markov, samplers, sigma
+from aoi_fl.aoi import experiments, markov, samplers, sigma, traces
 from aoi_fl.aoi import results as summaries
 from aoi_fl.aoi.paper import PAPER_SIGMA, THEOREM1_GRID, WINDOWS
-from aoi_fl.core import registry, stats
+from aoi_fl.core import registry
 from aoi_fl.data import partition
 from aoi_fl.pipeline import runs
 from aoi_fl.pipeline.claims import (
@@ -202,17 +202,13 @@ def theorem1_claims(starts: int = OPTIMISER_STARTS) -> list[Claim]:
             "01_markov_chain",
         )
     ]
-    agree = []
-    for n, m, m_prime in THEOREM1_GRID:
-        closed = markov.optimal_variance(n, m, m_prime)
-        q = markov.optimal_p(n, m, m_prime)
-        scale = max(closed, 1.0)
-        found = markov.minimise_variance_numerically(n, m, m_prime, starts=starts, seed=0)
-        agree.append(
-            abs(markov.interval_variance(q) - closed) <= 1e-9 * scale
-            and abs(markov.selection_rate(q) - m / n) <= markov.FEASIBLE_RTOL * m / n
-            and found.variance >= closed - markov.CONVERGED_RTOL * scale
-        )
+    grid = summaries.theorem1_table(THEOREM1_GRID)
+    closed = grid["closed form"].to_numpy()
+    agree = (
+        (np.abs(grid["chain Var[X]"].to_numpy() - closed) <= 1e-9 * np.maximum(closed, 1.0))
+        & grid["pi_0 = m/n"].to_numpy()
+        & ~summaries.optimiser_table(starts, THEOREM1_GRID)["optimiser below it"].to_numpy()
+    )
     out.append(
         _row(
             "aoi.thm1.grid",
@@ -224,7 +220,7 @@ def theorem1_claims(starts: int = OPTIMISER_STARTS) -> list[Claim]:
             f"share of notebook 01's {len(THEOREM1_GRID)} (n, m, m') points (both cases) where the "
             f"chain's exact Var[X] equals the closed form (1e-9) and SLSQP from {starts} random "
             f"starts finds nothing lower (by {markov.CONVERGED_RTOL:g})",
-            "held" if all(agree) else "not held",
+            "held" if agree.all() else "not held",
             "01_markov_chain",
         )
     )
@@ -243,13 +239,7 @@ def sigma_claims(zipf_seeds: int = ZIPF_SEEDS) -> list[Claim]:
     out = []
     p = markov.optimal_p(N, M, M_PRIME)
     p_lin = markov.calibrate_family("linear", N, M, M_PRIME)
-    sizes = _sizes()
-    closed = {
-        "random": sigma.sigma_random(sizes, M),
-        "probabilistic": sigma.sigma_probabilistic(sizes, M),
-        "markov_optimal": sigma.sigma_markov(N, markov.selection_rate(p)),
-        "markov_nonoptimal": sigma.sigma_markov(N, markov.selection_rate(p_lin)),
-    }
+    closed = summaries.sigma_closed_forms(_sizes(), M, M_PRIME)
     draws = {"random": [], "probabilistic": [], "var_probabilistic": []}
     for s in range(zipf_seeds):
         d = _sizes(s)
@@ -383,22 +373,20 @@ def trace_claims(trace_seeds: int = TRACE_SEEDS) -> list[Claim]:
     :data:`TRACE_ROUNDS` rounds each): Fig. 4 (notebook 04), Theorems 3-5 against the traces'
     Sigma (notebook 02) and Sec. III-C's geometric intervals of random selection (notebook 03)."""
     sizes = _sizes()
-    traces = {
-        policy: [
-            stats.simulate(
-                samplers.make_sampler(policy, n=N, m=M, sizes=sizes, m_prime=M_PRIME, seed=seed),
-                TRACE_ROUNDS,
-                windows=WINDOWS,
-                count_hits=policy == "probabilistic",
-            )
-            for seed in range(trace_seeds)
-        ]
+    simulated = {
+        policy: traces.window_traces(
+            policy,
+            sizes,
+            WINDOWS,
+            n=N,
+            m=M,
+            m_prime=M_PRIME,
+            seeds=trace_seeds,
+            rounds=TRACE_ROUNDS,
+        )
         for policy in samplers.POLICIES
     }
-    c = {
-        k: np.array([[t.window_std_ratio(w) for w in WINDOWS] for t in v])
-        for k, v in traces.items()
-    }
+    c = {k: traces.window_std_ratios(v, WINDOWS) for k, v in simulated.items()}
     opt, non, rnd, prob = (
         c[k] for k in ("markov_optimal", "markov_nonoptimal", "random", "probabilistic")
     )
@@ -444,19 +432,14 @@ def trace_claims(trace_seeds: int = TRACE_SEEDS) -> list[Claim]:
             "04_window_variance",
         )
     )
-    closed = {
-        "random": sigma.sigma_random(sizes, M),
-        "probabilistic": sigma.sigma_probabilistic(sizes, M),
-    }
-    for policy in ("markov_optimal", "markov_nonoptimal"):
-        closed[policy] = sigma.sigma_markov(N, M / N)  # both select at the rate pi_0 = m/n
+    closed = summaries.sigma_closed_forms(sizes, M, M_PRIME)
     theorems = {
         "aoi.thm3": ("Theorem 3", ("random",)),
         "aoi.thm4": ("Theorem 4", ("probabilistic",)),
         "aoi.thm5": ("Theorem 5", ("markov_optimal", "markov_nonoptimal")),
     }
     for key, (ref, policies) in theorems.items():
-        ratios = {k: np.mean([t.sigma() for t in traces[k]]) / closed[k] for k in policies}
+        ratios = {k: np.mean([t.sigma() for t in simulated[k]]) / closed[k] for k in policies}
         worst = max(ratios.values(), key=lambda x: abs(x - 1))
         out.append(
             _row(
@@ -476,7 +459,7 @@ def trace_claims(trace_seeds: int = TRACE_SEEDS) -> list[Claim]:
             )
         )
     theory = markov.random_interval_variance(N, M)
-    sim = float(np.mean([t.interval_var() for t in traces["random"]]))
+    sim = float(np.mean([t.interval_var() for t in simulated["random"]]))
     out.append(
         _row(
             "aoi.sec3c.random_interval",

@@ -1,7 +1,10 @@
-"""Tables of training results: accuracy curves, rounds to a target accuracy, speed-ups, skew.
+"""Tables of training results: accuracy curves, rounds to a target accuracy, speed-ups, skew;
+and the theory they are read against: each policy's Var[X] and Sigma (:func:`policy_theory`,
+:func:`sigma_closed_forms`) and Theorem 1 on a grid (:func:`theorem1_table`,
+:func:`optimiser_table`).
 
-Every function takes :class:`aoi_fl.pipeline.runs.ExperimentResult` objects (or their histories) and
-returns plain NumPy arrays or pandas tables; notebooks only print and plot them.
+Every training function takes :class:`aoi_fl.pipeline.runs.ExperimentResult` objects (or their
+histories) and returns plain NumPy arrays or pandas tables; notebooks only print and plot them.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from aoi_fl.aoi import markov, memoryless, samplers, sigma
 from aoi_fl.aoi.experiments import PAPER_MODELS, group_runs, split_of
 from aoi_fl.pipeline.claims import diverged, scoped_verdict
 from aoi_fl.pipeline.paired import (
@@ -338,8 +342,6 @@ def policy_theory(sampler: Any) -> dict[str, float]:
     ``sampler`` is the policy's sampler (:func:`aoi_fl.aoi.samplers.make_sampler`): its sizes and
     m (Policies 1-2) or its chain p (Policies 3-4) give the theory.
     """
-    from aoi_fl.aoi import markov, memoryless, sigma
-
     if sampler.name in ("markov_optimal", "markov_nonoptimal"):
         p = sampler.p
         age = markov.last_reachable_age(p)  # an interval ends at the latest when p_age = 1
@@ -362,6 +364,18 @@ def policy_theory(sampler: Any) -> dict[str, float]:
     mean = float(share @ (1.0 / rates))
     second = float(share @ ((2.0 - rates) / rates**2))
     return {"Var[X]": second - mean**2, "Sigma": sigma_value, "X max": float("inf")}
+
+
+def sigma_closed_forms(sizes: np.ndarray, m: int, m_prime: int) -> dict[str, float]:
+    """Sigma = sum_i Var[w_i] (eq. 14) per policy (:func:`policy_theory` of its sampler, n =
+    ``len(sizes)``): Theorem 3 (Policy 1, exact), Theorem 4 (Policy 2) and Theorem 5 (Policies
+    3-4: through their chain's pi_0 only, |S| = 0 forced)."""
+    return {
+        policy: policy_theory(
+            samplers.make_sampler(policy, n=len(sizes), m=m, sizes=sizes, m_prime=m_prime)
+        )["Sigma"]
+        for policy in samplers.POLICIES
+    }
 
 
 def participation_table(sampler: Any, selected: Sequence[Sequence[int]], weights) -> pd.DataFrame:
@@ -392,3 +406,62 @@ def participation_table(sampler: Any, selected: Sequence[Sequence[int]], weights
     table = pd.DataFrame(rows, index=["trace", "theory"]).T
     table["intervals"] = intervals.size
     return table
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 1 on a grid of (n, m, m')
+
+
+def theorem1_table(grid: Iterable[tuple[int, int, int]]) -> pd.DataFrame:
+    """Theorem 1 per (n, m, m') of ``grid``: its case (1 when m' <= floor(n/m) - 1), its
+    closed-form minimum Var[X], Var[X] of the chain with its p (exact), whether that p meets
+    pi_0 = m/n (eq. 3, within :data:`markov.FEASIBLE_RTOL`), and random selection's Var[X]."""
+    rows = []
+    for n, m, m_prime in grid:
+        p = markov.optimal_p(n, m, m_prime)
+        rows.append(
+            {
+                "n": n,
+                "m": m,
+                "m'": m_prime,
+                "r = n/m": n / m,
+                "case": 1 if m_prime <= n // m - 1 else 2,
+                "closed form": markov.optimal_variance(n, m, m_prime),
+                "chain Var[X]": markov.interval_variance(p),
+                "pi_0 = m/n": _meets_rate(markov.selection_rate(p), n, m),
+                "random Var[X]": markov.random_interval_variance(n, m),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def optimiser_table(starts: int, grid: Iterable[tuple[int, int, int]]) -> pd.DataFrame:
+    """The numerical minimum of Var[X] subject to E[X] = n/m
+    (:func:`markov.minimise_variance_numerically`, ``starts`` random starts, seed 0) against
+    Theorem 1's closed form per (n, m, m') of ``grid``: equal to it or below it by more than
+    :data:`markov.CONVERGED_RTOL` (relative, on the scale max(variance, 1)), on the constraint
+    pi_0 = m/n, and whether most (more than half of the) starts reach the best one."""
+    rows = []
+    for n, m, m_prime in grid:
+        res = markov.minimise_variance_numerically(n, m, m_prime, starts=starts, seed=0)
+        closed = markov.optimal_variance(n, m, m_prime)
+        margin = markov.CONVERGED_RTOL * max(closed, 1.0)
+        rows.append(
+            {
+                "n": n,
+                "m": m,
+                "m'": m_prime,
+                "closed form": closed,
+                "optimiser": res.variance,
+                "optimiser = closed form": abs(res.variance - closed) <= margin,
+                "optimiser below it": res.variance < closed - margin,
+                "pi_0 = m/n": _meets_rate(res.rate, n, m),
+                "most starts reach it": 2 * res.converged > res.starts,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _meets_rate(rate: float, n: int, m: int) -> bool:
+    """Constraint (3), pi_0 = m/n, within :data:`markov.FEASIBLE_RTOL` (relative)."""
+    return abs(rate - m / n) <= markov.FEASIBLE_RTOL * m / n

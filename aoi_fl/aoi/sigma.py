@@ -236,6 +236,18 @@ def sigma_probabilistic(sizes, m: int) -> float:
     return float(np.sum(q * (1.0 - q)) / m)
 
 
+def second_moment_sum_probabilistic(sizes, m: int) -> float:
+    """sum_i E[w_i^2] of Policy 2, the gamma_i of eq. 13 summed: with q_i = d_i / sum_j d_j,
+
+        sum_i E[w_i^2] = sum_i (Var[w_i] + E[w_i]^2) = sum_i (q_i (1 - q_i) / m + q_i^2),
+
+    Theorem 4's Var[w_i] = q_i (1 - q_i)/m plus E[w_i]^2 = q_i^2 (w_i = l_i/m, l_i ~
+    Binomial(m, q_i)). A reading of the paper's "total variance" other than eq. 14's Sigma.
+    """
+    q = sizes / sizes.sum()
+    return float((q * (1 - q) / m + q**2).sum())
+
+
 def sigma_markov(n: int, p_avg: float, empty: str = "forced") -> float:
     """Theorem 5 (eq. 33): Sigma of the Markov policies, w_i = 1/|S|, |S| ~ Binomial(n, p_avg).
 

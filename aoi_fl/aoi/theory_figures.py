@@ -19,7 +19,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from aoi_fl.aoi import markov, memoryless, samplers, sigma
+from aoi_fl.aoi import markov, memoryless, samplers, sigma, traces
+from aoi_fl.aoi import results as summaries
 from aoi_fl.aoi.paper import PAPER_SIGMA, THEOREM1_GRID, WINDOWS
 from aoi_fl.core import stats
 from aoi_fl.core.stats import SelectionStats
@@ -80,6 +81,17 @@ class SelectionSettings:
         if require_choice("policy", policy, MARKOV_POLICIES) == "markov_optimal":
             return markov.optimal_p(self.n, self.m, self.m_prime)
         return markov.calibrate_family("linear", self.n, self.m, self.m_prime)
+
+    def trace_options(self) -> dict[str, int]:
+        """The keywords of :func:`traces.simulate_traces` for ``trace_seeds`` traces of ``rounds``
+        rounds."""
+        return {
+            "n": self.n,
+            "m": self.m,
+            "m_prime": self.m_prime,
+            "seeds": self.trace_seeds,
+            "rounds": self.rounds,
+        }
 
     def rates(self, policy: str, sizes: np.ndarray) -> np.ndarray:
         """Per-round selection probabilities r_i of a memoryless policy (Policies 1-2)."""
@@ -170,54 +182,20 @@ def print_families(n: int, m: int, m_prime: int) -> None:
 
 
 def print_theorem1(grid=THEOREM1_GRID) -> pd.DataFrame:
-    """Print and return Theorem 1 on ``grid``: its case, its closed-form minimum variance, Var[X]
-    of the chain with its p (exact), whether that p meets pi_0 = m/n (eq. 3), and random
-    selection's Var[X] for comparison."""
-    rows = []
-    for n, m, m_prime in grid:
-        p = markov.optimal_p(n, m, m_prime)
-        rows.append(
-            {
-                "n": n,
-                "m": m,
-                "m'": m_prime,
-                "r = n/m": n / m,
-                "case": 1 if m_prime <= n // m - 1 else 2,
-                "closed form": markov.optimal_variance(n, m, m_prime),
-                "chain Var[X]": markov.interval_variance(p),
-                "pi_0 = m/n": abs(markov.selection_rate(p) - m / n) < 1e-9,
-                "random Var[X]": markov.random_interval_variance(n, m),
-            }
-        )
-    table = pd.DataFrame(rows)
+    """Print and return Theorem 1 on ``grid`` (:func:`results.theorem1_table`): its case, its
+    closed-form minimum variance, Var[X] of the chain with its p (exact), whether that p meets
+    pi_0 = m/n (eq. 3), and random selection's Var[X] for comparison."""
+    table = summaries.theorem1_table(grid)
     print_table(table, "{:.6f}", index=False)
     return table
 
 
 def print_optimiser(starts: int, grid=THEOREM1_GRID) -> pd.DataFrame:
-    """Print and return the numerical minimum of Var[X] subject to E[X] = n/m
-    (:func:`markov.minimise_variance_numerically`, ``starts`` random starts) against Theorem 1's
-    closed form on ``grid``, with verdicts at the stated tolerances, then how often it agrees."""
-    tol = markov.CONVERGED_RTOL  # relative, on the scale max(variance, 1)
-    rows = []
-    for n, m, m_prime in grid:
-        res = markov.minimise_variance_numerically(n, m, m_prime, starts=starts, seed=0)
-        closed = markov.optimal_variance(n, m, m_prime)
-        margin = tol * max(closed, 1.0)
-        rows.append(
-            {
-                "n": n,
-                "m": m,
-                "m'": m_prime,
-                "closed form": closed,
-                "optimiser": res.variance,
-                "optimiser = closed form": abs(res.variance - closed) <= margin,
-                "optimiser below it": res.variance < closed - margin,
-                "pi_0 = m/n": abs(res.rate - m / n) <= markov.FEASIBLE_RTOL * m / n,
-                "most starts reach it": 2 * res.converged > res.starts,
-            }
-        )
-    table = pd.DataFrame(rows)
+    """Print and return the numerical minimum of Var[X] subject to E[X] = n/m against Theorem
+    1's closed form on ``grid`` (:func:`results.optimiser_table`, ``starts`` random starts), then
+    the tolerances and how often it agrees."""
+    tol = markov.CONVERGED_RTOL
+    table = summaries.optimiser_table(starts, grid)
     print_table(table, "{:.6f}", index=False)
     print(
         f"{starts} random starts per grid point; '=' within {tol:g} (relative), "
@@ -251,16 +229,9 @@ def print_sizes(sizes: np.ndarray, seed: int) -> None:
 
 
 def sigma_closed_forms(cfg: SelectionSettings, sizes: np.ndarray) -> dict[str, float]:
-    """Sigma = sum_i Var[w_i] (eq. 14) per policy: Theorem 3 (Policy 1, exact), Theorem 4
-    (Policy 2) and Theorem 5 (Policies 3-4: through pi_0 only, |S| = 0 forced)."""
-    return {
-        "random": sigma.sigma_random(sizes, cfg.m),
-        "probabilistic": sigma.sigma_probabilistic(sizes, cfg.m),
-        **{
-            policy: sigma.sigma_markov(cfg.n, markov.selection_rate(cfg.chain(policy)))
-            for policy in MARKOV_POLICIES
-        },
-    }
+    """Sigma = sum_i Var[w_i] (eq. 14) per policy in ``cfg``'s setting
+    (:func:`results.sigma_closed_forms`: Theorems 3-5)."""
+    return summaries.sigma_closed_forms(sizes, cfg.m, cfg.m_prime)
 
 
 def print_sigma_closed_forms(closed: dict[str, float], n: int, m: int) -> None:
@@ -296,16 +267,6 @@ def print_sigma_closed_forms(closed: dict[str, float], n: int, m: int) -> None:
     )
 
 
-def _traces(
-    cfg: SelectionSettings, policy: str, sizes: np.ndarray, start: str = "stationary", **options
-) -> list[SelectionStats]:
-    """``cfg.trace_seeds`` traces of ``cfg.rounds`` rounds (sampler seeds 0, 1, ...)."""
-    return [
-        stats.simulate(cfg.sampler(policy, sizes, seed, start), cfg.rounds, **options)
-        for seed in range(cfg.trace_seeds)
-    ]
-
-
 def simulate_sigma(
     cfg: SelectionSettings, sizes: np.ndarray, closed: dict[str, float]
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
@@ -316,12 +277,13 @@ def simulate_sigma(
     rows, histories = [], {}
     for policy in POLICIES:
         mc = stats.simulate(cfg.sampler(policy, sizes, seed=10_000), cfg.mc_rounds).sigma()
-        traces = _traces(cfg, policy, sizes, record_sigma=True)
-        values = np.array([t.sigma() for t in traces])
-        histories[policy] = traces[0].sigma_history
+        stationary = traces.simulate_traces(policy, sizes, **cfg.trace_options(), record_sigma=True)
+        values = np.array([t.sigma() for t in stationary])
+        histories[policy] = stationary[0].sigma_history
         zero = np.nan  # memoryless policies have no start state
         if policy in MARKOV_POLICIES:
-            zero = np.mean([t.sigma() for t in _traces(cfg, policy, sizes, "zero")])
+            from_zero = traces.simulate_traces(policy, sizes, **cfg.trace_options(), start="zero")
+            zero = np.mean([t.sigma() for t in from_zero])
         rows.append(
             {
                 "policy": policy,
@@ -404,13 +366,6 @@ def plot_fig2(
     return fig
 
 
-def second_moment_sum_probabilistic(sizes: np.ndarray, m: int) -> float:
-    """sum_i E[w_i^2] of Policy 2 (the gamma_i of eq. 13): Var[w_i] = q_i (1 - q_i)/m (Theorem 4)
-    plus E[w_i]^2 = q_i^2."""
-    q = sizes / sizes.sum()
-    return float((q * (1 - q) / m + q**2).sum())
-
-
 def sigma_over_sizes(cfg: SelectionSettings) -> pd.DataFrame:
     """Policies 1-2's closed-form Sigma and Policy 2's sum_i E[w_i^2] for ``cfg.zipf_seeds``
     Zipf size draws (seeds 0, 1, ...); the Markov policies' Sigma does not depend on the sizes."""
@@ -422,7 +377,7 @@ def sigma_over_sizes(cfg: SelectionSettings) -> pd.DataFrame:
                 "seed": s,
                 "random": sigma.sigma_random(d, cfg.m),
                 "probabilistic": sigma.sigma_probabilistic(d, cfg.m),
-                "probabilistic: sum E[w^2]": second_moment_sum_probabilistic(d, cfg.m),
+                "probabilistic: sum E[w^2]": sigma.second_moment_sum_probabilistic(d, cfg.m),
             }
         )
     return pd.DataFrame(rows).set_index("seed")
@@ -465,7 +420,7 @@ def second_moment_sums(sizes: np.ndarray, n: int, m: int) -> dict[str, float]:
     markov_sum = sigma.sigma_markov(n, m / n) + 1 / n
     return {
         "random": sigma.random_weight_moments(sizes, m)[1].sum(),
-        "probabilistic": second_moment_sum_probabilistic(sizes, m),
+        "probabilistic": sigma.second_moment_sum_probabilistic(sizes, m),
         "markov_optimal": markov_sum,
         "markov_nonoptimal": markov_sum,
     }
@@ -616,20 +571,11 @@ def window_curves(
     cfg: SelectionSettings, sizes: np.ndarray, windows=WINDOWS
 ) -> dict[str, np.ndarray]:
     """sqrt(Var(Y))/T per policy, trace (``cfg.trace_seeds`` of ``cfg.rounds`` rounds) and window
-    T: Y is a client's count in consecutive, non-overlapping windows; Policy 2's counts its
-    draws (a client drawn l times in a round adds l, Sec. III-B)."""
+    T (:func:`traces.window_std_ratios` of :func:`traces.window_traces`): Y is a client's count
+    in consecutive, non-overlapping windows; Policy 2's counts its draws (Sec. III-B)."""
     return {
-        policy: np.array(
-            [
-                [trace.window_std_ratio(t) for t in windows]
-                for trace in _traces(
-                    cfg,
-                    policy,
-                    sizes,
-                    windows=windows,
-                    count_hits=policy == "probabilistic",
-                )
-            ]
+        policy: traces.window_std_ratios(
+            traces.window_traces(policy, sizes, windows, **cfg.trace_options()), windows
         )
         for policy in POLICIES
     }
@@ -707,7 +653,6 @@ __all__ = [
     "print_spread",
     "print_theorem1",
     "print_window_table",
-    "second_moment_sum_probabilistic",
     "second_moment_sums",
     "selection_setup",
     "sigma_closed_forms",

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aoi_fl.aoi import results
+from aoi_fl.aoi import markov, results, samplers, sigma
 from aoi_fl.aoi.results import final_accuracy_table, paired_differences, paired_table
 from aoi_fl.pipeline.paired import minimum_detectable_effect, paired_interval, verdict
 
@@ -214,3 +214,27 @@ def test_policy_theory_refuses_other_samplers():
     uniform = SAMPLERS["uniform"](10, np.ones(10), s=2, seed=0)
     with pytest.raises(ValueError, match="not one of the AoI paper's policies"):
         results.policy_theory(uniform)
+
+
+def test_sigma_closed_forms_are_theorems_3_to_5():
+    sizes = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0, 5.0, 3.0])
+    closed = results.sigma_closed_forms(sizes, 3, 4)
+    assert list(closed) == list(samplers.POLICIES)
+    assert closed["random"] == sigma.sigma_random(sizes, 3)
+    assert closed["probabilistic"] == sigma.sigma_probabilistic(sizes, 3)
+    assert closed["markov_optimal"] == sigma.sigma_markov(
+        10, markov.selection_rate(markov.optimal_p(10, 3, 4))
+    )
+    assert closed["markov_nonoptimal"] == pytest.approx(sigma.sigma_markov(10, 0.3), rel=1e-12)
+
+
+def test_theorem1_and_optimiser_tables():
+    grid = ((100, 15, 10), (100, 15, 3), (100, 20, 10))
+    theorem1 = results.theorem1_table(grid)
+    assert theorem1["case"].tolist() == [2, 1, 2]  # case 1 when m' <= floor(n/m) - 1
+    np.testing.assert_allclose(theorem1["closed form"], theorem1["chain Var[X]"], atol=1e-12)
+    assert theorem1["pi_0 = m/n"].all()
+    assert (theorem1["chain Var[X]"] <= theorem1["random Var[X]"]).all()
+    optimiser = results.optimiser_table(3, grid[:1])
+    assert optimiser["optimiser = closed form"].all() and optimiser["pi_0 = m/n"].all()
+    assert not optimiser["optimiser below it"].any()

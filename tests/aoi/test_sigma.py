@@ -16,12 +16,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import binom
 
 from aoi_fl.aoi.sigma import (
     DISPLAY,
     _enumerated_moments,
     _log_grid,
     random_weight_moments,
+    second_moment_sum_probabilistic,
     sigma_markov,
     sigma_probabilistic,
     sigma_probabilistic_equal,
@@ -177,6 +179,20 @@ def test_policy_2_monte_carlo_multinomial():
     _assert_within(mc["first"], mc["first_se"], q)
     _assert_within(mc["second"], mc["second_se"], q * (1 - q) / m + q**2)
     _assert_within(mc["sigma"], mc["sigma_se"], sigma_probabilistic(sizes, m))
+
+
+@pytest.mark.parametrize("sizes", SMALL_SIZE_VECTORS, ids=lambda s: f"n{s.size}")
+@pytest.mark.parametrize("m", [1, 2, 5])
+def test_policy_2_second_moment_sum_against_binomial_counts(sizes, m):
+    # w_i = l_i / m with l_i ~ Binomial(m, q_i): E[w_i^2] summed over the pmf of l_i
+    m = min(m, sizes.size)
+    q = sizes / sizes.sum()
+    k = np.arange(m + 1)
+    second = sum(float(binom.pmf(k, m, qi) @ (k / m) ** 2) for qi in q)
+    assert second_moment_sum_probabilistic(sizes, m) == pytest.approx(second, rel=1e-12)
+    assert second_moment_sum_probabilistic(sizes, m) == pytest.approx(
+        sigma_probabilistic(sizes, m) + float(np.sum(q**2)), rel=1e-12
+    )
 
 
 @settings(max_examples=40, deadline=None)

@@ -111,7 +111,7 @@ def test_fig2_closed_forms_and_readings(sizes, capsys):
     assert closed["probabilistic"] == pytest.approx(sigma.sigma_probabilistic(sizes, M))
     gamma = figs.second_moment_sums(sizes, N, M)
     assert all(gamma[k] >= closed[k] for k in closed)
-    assert gamma["probabilistic"] == figs.second_moment_sum_probabilistic(sizes, M)
+    assert gamma["probabilistic"] == sigma.second_moment_sum_probabilistic(sizes, M)
     figs.print_sizes(sizes, 0)
     figs.print_sigma_closed_forms(closed, N, M)
     figs.print_sigma_readings(closed, gamma, N, M)
