@@ -17,6 +17,7 @@ Usage: ``python scripts/build_report.py --out report``
 from __future__ import annotations
 
 import argparse
+import ast
 import html
 import re
 import shutil
@@ -67,7 +68,6 @@ LOADING_TAGS = {
 }
 NETWORK_URL = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)
 
-SAVE_FIGURE = re.compile(r"save_figure\(\s*[^,()]+,\s*(f?)(['\"])(.+?)\2")
 TABLE_ROW = re.compile(r"^\|\s*`(\d\d_[\w-]+)`\s*\|\s*(.*?)\s*\|")
 
 
@@ -110,21 +110,40 @@ def readme_reproduces(readme: str) -> dict[str, str]:
 
 
 def saved_figures(nb: nbformat.NotebookNode, figures: Path) -> list[Path]:
-    """The PNGs in ``figures`` that the notebook's ``save_figure`` calls write, in code order.
-
-    An f-string name (``f"fedsum_long_{name}_mnist"``) matches every file of that shape. Names with
-    no file (a panel whose data is missing here) are left out.
+    """The PNGs in ``figures`` that the notebook saves, in code order: every string its code
+    cells name that is a figure's file name (``env.show(fig, "fig2_total_variance")``,
+    ``panels.show("main_mnist", "fig5_mnist_accuracy", ...)``), an f-string matching every file
+    of its shape (``f"fedsum_long_{name}_mnist"``). Names with no file (a panel whose data is
+    missing here) are left out.
     """
     found: list[Path] = []
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        for is_f, _, name in SAVE_FIGURE.findall(cell.source):
-            pattern = re.sub(r"\{[^}]*\}", "*", name) if is_f else name
+        for pattern in _string_patterns(cell.source):
             for path in sorted(figures.glob(f"{pattern}.png")):
                 if path not in found:
                     found.append(path)
     return found
+
+
+def _string_patterns(source: str) -> list[str]:
+    """The string literals of ``source`` in order, an f-string's fields as ``*``; none if the
+    cell is not Python (a magic)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    strings = [n for n in ast.walk(tree) if isinstance(n, ast.JoinedStr | ast.Constant)]
+    out = []
+    for node in sorted(strings, key=lambda n: (n.lineno, n.col_offset)):
+        if isinstance(node, ast.JoinedStr):
+            parts = (v.value if isinstance(v, ast.Constant) else "*" for v in node.values)
+            out.append("".join(parts))
+        elif isinstance(node.value, str):
+            out.append(node.value)
+    # glob metacharacters and path separators in ordinary strings name no figure
+    return [p for p in out if p and not set(p) & set("[]?/\\\n") and p.strip("*")]
 
 
 def ledger_summary(nb: nbformat.NotebookNode) -> str:

@@ -210,3 +210,16 @@ def test_the_checker_reports_each_broken_thing(tmp_path):
     assert "page.html: broken image: https://cdn.example.invalid/x.png" in problems
     # the command line says so and fails
     assert check_report.main(["--site", str(site)]) == 1
+
+
+def test_every_committed_figure_is_a_thumbnail_of_its_notebook():
+    # a notebook saves its figures through library calls (env.show, panels.show, nb.show): the
+    # report still finds each by the file name the notebook's code names
+    root = SCRIPTS.parent
+    shown = [
+        path.name
+        for notebook in sorted((root / "notebooks").glob("*.ipynb"))
+        for path in build_report.saved_figures(nbformat.read(notebook, 4), root / "figures")
+    ]
+    assert sorted(shown) == sorted(p.name for p in (root / "figures").glob("*.png"))
+    assert len(shown) == len(set(shown)) >= 30
