@@ -4,8 +4,13 @@ Hypothesis runs derandomised: the same examples on every machine and every run, 
 is reproducible (a new counterexample is found by changing code, never by chance).
 """
 
+import importlib
+import sys
+
 import pytest
 from hypothesis import settings
+
+from aoi_fl.core import registry
 
 settings.register_profile("aoi-fl", derandomize=True, print_blob=True)
 settings.load_profile("aoi-fl")
@@ -37,3 +42,48 @@ def _torch_threads_restored():
     before = torch.get_num_threads()
     yield
     torch.set_num_threads(before)
+
+
+#: a user's policy module: an every-other-client sampler registered as {name} on import
+USER_POLICY = '''
+import numpy as np
+
+from aoi_fl.core.registry import Style, register_sampler
+from aoi_fl.core.selection import SeededSampler, Selection
+
+
+class EveryOther(SeededSampler):
+    """Clients 0, 2, 4, ... in even rounds, the others in odd rounds."""
+
+    name = "{name}"
+
+    def sample(self):
+        ids = np.arange(self.round % 2, self.n, 2)
+        self.round += 1
+        return Selection(ids, np.full(ids.size, 1.0 / ids.size))
+
+
+def every_other(n, sizes, seed=0):
+    return EveryOther(n, seed)
+
+
+register_sampler("{name}", every_other, Style("every other", "#123456", "o"))
+'''
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """A sampler registered on import of an importable module (a user's .py file)."""
+    name = f"every_other_{tmp_path.name}"
+    module = f"user_policies_{tmp_path.name}"
+    (tmp_path / f"{module}.py").write_text(USER_POLICY.format(name=name))
+    monkeypatch.syspath_prepend(str(tmp_path))  # spawned workers inherit sys.path
+    importlib.import_module(module)
+    yield name
+    del registry.SAMPLERS[name], registry.STYLES[name], sys.modules[module]
+
+
+@pytest.fixture
+def user_policy():
+    """The source of :data:`USER_POLICY`, to define the same policy elsewhere (a notebook cell)."""
+    return USER_POLICY

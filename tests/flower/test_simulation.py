@@ -53,47 +53,11 @@ def test_a_stateful_method_is_refused_before_anything_starts():
         run_flower(config)
 
 
-USER_POLICY = """
-import numpy as np
-
-from aoi_fl.core.registry import register_sampler
-from aoi_fl.core.selection import SeededSampler, Selection
-
-
-class EveryOther(SeededSampler):
-    name = "{name}"
-
-    def sample(self):
-        ids = np.arange(self.round % 2, self.n, 2)
-        self.round += 1
-        return Selection(ids, np.full(ids.size, 1.0 / ids.size))
-
-
-def every_other(n, sizes, seed=0):
-    return EveryOther(n, seed)
-
-
-register_sampler("{name}", every_other)
-"""
-
-
 @pytest.mark.slow
-def test_a_users_sampler_reaches_the_flower_clients(tmp_path, monkeypatch):
+def test_a_users_sampler_reaches_the_flower_clients(user_module):
     # the user's module is on this process's path only: it travels to the Ray actors by value
-    import importlib
-    import sys
-
-    from aoi_fl.core import registry
-
-    name, module = f"every_other_{tmp_path.name}", f"flower_policy_{tmp_path.name}"
-    (tmp_path / f"{module}.py").write_text(USER_POLICY.format(name=name))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    importlib.import_module(module)
-    config = {**CONFIG, "sampler": {"name": name, "seed": 0}}
+    config = {**CONFIG, "sampler": {"name": user_module, "seed": 0}}
     config["training"] = {**CONFIG["training"], "rounds": 2}
-    try:
-        flower = run_flower(config, data_root="data", num_cpus=2, threads=1, on_failure="error")
-    finally:
-        del registry.SAMPLERS[name], sys.modules[module]
+    flower = run_flower(config, data_root="data", num_cpus=2, threads=1, on_failure="error")
     assert flower.history["selected"] == [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]]
     assert flower.history["failed"] == [[], []]  # every client trained

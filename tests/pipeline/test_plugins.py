@@ -6,41 +6,13 @@ Ray tasks; one defined where a worker cannot import it (a notebook cell or a scr
 says to move it into an importable module; one worker in this process still takes it.
 """
 
-import importlib
 import re
-import sys
-import textwrap
 
 import pytest
 
 from aoi_fl.core import registry
 from aoi_fl.papers import PAPERS
 from aoi_fl.pipeline import plugins, runs
-
-USER_MODULE = '''
-import numpy as np
-
-from aoi_fl.core.registry import Style, register_sampler
-from aoi_fl.core.selection import SeededSampler, Selection
-
-
-class EveryOther(SeededSampler):
-    """Clients 0, 2, 4, ... in even rounds, the others in odd rounds."""
-
-    name = "{name}"
-
-    def sample(self):
-        ids = np.arange(self.round % 2, self.n, 2)
-        self.round += 1
-        return Selection(ids, np.full(ids.size, 1.0 / ids.size))
-
-
-def every_other(n, sizes, seed=0):
-    return EveryOther(n, seed)
-
-
-register_sampler("{name}", every_other, Style("every other", "#123456", "o"))
-'''
 
 
 def config(name, seed=0):
@@ -54,23 +26,11 @@ def config(name, seed=0):
 
 
 @pytest.fixture
-def user_module(tmp_path, monkeypatch):
-    """A sampler registered on import of an importable module (a user's .py file)."""
-    name = f"every_other_{tmp_path.name}"
-    module = f"user_policies_{tmp_path.name}"
-    (tmp_path / f"{module}.py").write_text(textwrap.dedent(USER_MODULE.format(name=name)))
-    monkeypatch.syspath_prepend(str(tmp_path))  # spawned workers inherit sys.path
-    importlib.import_module(module)
-    yield name
-    del registry.SAMPLERS[name], registry.STYLES[name], sys.modules[module]
-
-
-@pytest.fixture
-def notebook_sampler(tmp_path):
+def notebook_sampler(tmp_path, user_policy):
     """The same sampler defined as in a notebook cell (module ``__main__``)."""
     name = f"cell_{tmp_path.name}"
     cell = {"__name__": "__main__"}
-    exec(USER_MODULE.format(name=name), cell)  # noqa: S102  (a notebook cell, as the kernel runs it)
+    exec(user_policy.format(name=name), cell)  # noqa: S102  (a notebook cell, as the kernel runs it)
     yield name
     del registry.SAMPLERS[name], registry.STYLES[name]
 
