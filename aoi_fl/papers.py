@@ -7,4 +7,12 @@ reads this list by name, so the shared layers never import a paper; another pack
 through the ``aoi_fl.papers`` entry-point group (see README, "Adding a policy").
 """
 
-PAPERS: tuple[str, ...] = ("aoi_fl.aoi", "aoi_fl.agnostic", "aoi_fl.kvib", "aoi_fl.fedsum")
+#: the selection arena (ours, issue 29) is a package of the same shape: its policies register
+#: and its findings enter the ledger, marked as ours
+PAPERS: tuple[str, ...] = (
+    "aoi_fl.aoi",
+    "aoi_fl.agnostic",
+    "aoi_fl.kvib",
+    "aoi_fl.fedsum",
+    "aoi_fl.arena",
+)

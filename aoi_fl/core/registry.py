@@ -65,6 +65,8 @@ STYLES: dict[str, Style] = {}
 FAMILIES: dict[str, tuple[str, ...]] = {}
 #: training mode -> the per-round recorder a paper supplies for it (``"full_information"``)
 RECORDERS: dict[str, Any] = {}
+#: sampler names whose samplers pick among the available clients of a round (availability aware)
+AVAILABILITY_AWARE: set[str] = set()
 #: (kind, name) -> the module whose code made the registration (a paper's, a user's, __main__)
 REGISTRARS: dict[tuple[str, str], str] = {}
 
@@ -123,9 +125,22 @@ def register_styles(styles: Mapping[str, Style]) -> None:
         register_style(name, value)
 
 
-def register_sampler(name: str, factory: Callable[..., Any], style: Style | None = None) -> None:
-    """Make sampler ``name`` available to configurations (and figures, with a ``style``)."""
+def register_sampler(
+    name: str,
+    factory: Callable[..., Any],
+    style: Style | None = None,
+    *,
+    availability: bool = False,
+) -> None:
+    """Make sampler ``name`` available to configurations (and figures, with a ``style``).
+
+    ``availability=True`` declares that its samplers are availability aware (they select among
+    the clients an availability model lets take part, :mod:`aoi_fl.core.selection`), so that a
+    configuration pairing another sampler with an availability model is refused before it runs.
+    """
     _add("sampler", SAMPLERS, name, factory, sys._getframe(1).f_globals.get("__name__", ""))
+    if availability:
+        AVAILABILITY_AWARE.add(name)
     if style is not None:
         register_style(name, style)
 

@@ -10,6 +10,19 @@ the clients (``procedure``, one of :data:`PROCEDURES`) and with which probabilit
 trainer can measure their estimator's cost and variance; a sampler that needs every client's
 update norm before it samples (the full-information optimum) gets them through
 :meth:`Sampler.inform`.
+
+Client availability (:mod:`aoi_fl.core.availability`) is separate from selection: an
+availability model says who can take part in round t, and a sampler registered as availability
+aware (``register_sampler(..., availability=True)``, class attribute ``availability_aware``)
+picks among those: its ``sample(available)`` takes the round's boolean mask over the n clients
+(None: everyone). What a policy does with unavailable clients is its own definition (documented
+with it); a sampler never selects an unavailable client (:func:`check_available_selection`).
+
+Two more channels serve the loss- and similarity-driven policies of the field (Power-of-d-Choice,
+Oort, Clustered Sampling): a sampler with ``wants_losses`` gets the trainer's :class:`LossProbe`
+in ``loss_probe`` (each client's loss of the current global model, on its own samples), and one
+with ``wants_updates`` gets the selected clients' model updates after a round through
+:meth:`Sampler.feedback_updates`.
 """
 
 from __future__ import annotations
@@ -18,7 +31,7 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -92,16 +105,66 @@ class Selection:
         return w
 
 
+def check_available(available: Any, n: int) -> np.ndarray | None:
+    """A round's availability mask: None (everyone) or a boolean vector of the n clients."""
+    if available is None:
+        return None
+    mask = np.asarray(available)
+    if mask.shape != (n,) or mask.dtype != np.bool_:
+        raise ValueError(
+            f"available must be a boolean mask of the n={n} clients (or None), "
+            f"got dtype {mask.dtype} and shape {mask.shape}"
+        )
+    return mask
+
+
+def available_ids(available: np.ndarray | None, n: int) -> np.ndarray:
+    """The ids of the available clients, in increasing order (all n for None)."""
+    return np.arange(n) if available is None else np.flatnonzero(available)
+
+
+def check_available_selection(selection: Selection, available: np.ndarray | None) -> Selection:
+    """``selection``, after checking that it holds available clients only."""
+    if available is not None and selection.ids.size and not available[selection.ids].all():
+        away = selection.ids[~available[selection.ids]]
+        raise RuntimeError(f"the sampler selected unavailable clients {away.tolist()}")
+    return selection
+
+
+class LossProbe(Protocol):
+    """The trainer's view of the clients' losses at the current global model.
+
+    ``probe(ids, samples)`` returns, per client in ``ids``, the mean and the root mean square of
+    the per-sample losses of the current global model on (up to) ``samples`` of the client's
+    training samples (a seeded subset, the same every round; None: all of them). ``free=True``
+    marks losses the clients compute anyway while they train (a participant's training loss):
+    the trainer does not count them as extra evaluations.
+    """
+
+    def __call__(
+        self, ids: np.ndarray, samples: int | None = None, *, free: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+
 class Sampler(ABC):
     """A client selection policy with its own random generator.
 
     ``sample()`` draws the next round. Two samplers built with the same arguments and seed
-    produce the same sequence of selections.
+    produce the same sequence of selections. An ``availability_aware`` sampler's ``sample``
+    takes ``available`` (module docstring).
     """
 
     #: short machine name used in configs and cache keys, e.g. ``"markov_optimal"``
     name: str = "sampler"
     n: int
+    #: whether ``sample(available)`` picks among the available clients of a round
+    availability_aware: ClassVar[bool] = False
+    #: whether the trainer must set :attr:`loss_probe` before the first round
+    wants_losses: ClassVar[bool] = False
+    #: whether the trainer calls :meth:`feedback_updates` after each round
+    wants_updates: ClassVar[bool] = False
+    #: set by the trainer for samplers that want losses (:class:`LossProbe`)
+    loss_probe: LossProbe | None = None
 
     @abstractmethod
     def sample(self) -> Selection:
@@ -109,6 +172,14 @@ class Sampler(ABC):
 
     def feedback(self, ids: np.ndarray, values: np.ndarray) -> None:  # noqa: B027
         """Receive per-client feedback after a round (e.g. update norms); ignored by default."""
+
+    def feedback_updates(self, ids: np.ndarray, updates: np.ndarray) -> None:  # noqa: B027
+        """Receive the selected clients' model updates theta_i - theta (one float64 row per id,
+        flattened) after a round; only samplers with ``wants_updates`` get them."""
+
+    def set_availability_rates(self, rates: np.ndarray) -> None:  # noqa: B027
+        """Receive each client's long-run availability rate before the first round (the trainer
+        passes its availability model's); only availability-calibrated policies use it."""
 
     def inform(self, values: np.ndarray) -> None:  # noqa: B027
         """Receive every client's feedback of the coming round before :meth:`sample`.
@@ -198,12 +269,25 @@ class SizeWeighted(SeededSampler):
 
 
 class RandomWeighted(SizeWeighted):
-    """Policy 1: m of n clients uniformly without replacement, w_i = d_i / sum_{j in S} d_j."""
+    """Policy 1: m of n clients uniformly without replacement, w_i = d_i / sum_{j in S} d_j.
+
+    Under availability: m of the available clients uniformly (all of them when fewer than m are
+    available; none when nobody is).
+    """
 
     name = "random"
+    availability_aware = True
 
-    def sample(self) -> Selection:
-        ids = np.sort(self._rng.choice(self.n, size=self.m, replace=False, shuffle=False))
+    def sample(self, available: np.ndarray | None = None) -> Selection:
+        available = check_available(available, self.n)
+        if available is None:  # the draws of every run cached before availability existed
+            ids = np.sort(self._rng.choice(self.n, size=self.m, replace=False, shuffle=False))
+        else:
+            pool = np.flatnonzero(available)
+            take = min(self.m, pool.size)
+            ids = np.sort(
+                pool[self._rng.choice(pool.size, size=take, replace=False, shuffle=False)]
+            )
         d = self.sizes[ids]
         self.round += 1
-        return Selection(ids, d / d.sum())
+        return Selection(ids, d / d.sum() if ids.size else d.astype(float))

@@ -24,6 +24,16 @@ accuracy reaches the target is therefore found exactly unless the subset's accur
 than ``screen_margin`` below the full set's in that very round; the records let a caller check
 that gap on every round where both were measured (:func:`screen_gaps`).
 
+With an availability model (:mod:`aoi_fl.core.availability`) the trainer asks it, before step
+1 of round t, who can take part, and the (availability-aware) sampler picks among those; the
+number available is recorded per round (``available``). A sampler that ranks clients by their
+loss (Power-of-d-Choice, Oort) gets the trainer's loss probe (:class:`LossProbe`): the loss of
+the current global model on a fixed seeded subset of each asked client's samples; evaluations
+beyond those clients would make while training are counted per round (``probed``, in samples).
+A sampler that clusters clients by their updates gets them after each round.
+``client_accuracy`` records, after the last round, every client's accuracy on its own samples
+(the worst-served clients of a policy).
+
 In the ``full_information`` mode (the K-Vib paper's metrics) *every* client trains from the
 round's model before the sampler draws; the sampler may see all update norms
 (:meth:`Sampler.inform`, used only by the full-information optimum), only the selected clients'
@@ -41,7 +51,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -53,9 +63,12 @@ from aoi_fl.core.algorithms import Algorithm, ClientUpdates, FedAvg, update_norm
 from aoi_fl.core.device import eval_batch_size, memory_hint, resolve_device
 from aoi_fl.core.engines import ENGINES, LOSSES, LocalTraining, local_batches, local_step_batches
 from aoi_fl.core.seeding import generator
-from aoi_fl.core.selection import Sampler, Selection
+from aoi_fl.core.selection import Sampler, Selection, check_available_selection
 from aoi_fl.core.tensors import Params, TensorSplit
 from aoi_fl.core.validation import require_choice, require_int, require_real
+
+if TYPE_CHECKING:
+    from aoi_fl.core.availability import Availability
 
 # ---------------------------------------------------------------------------------------------
 # Learning-rate schedules: callables round -> lr with a config() for cache keys
@@ -263,9 +276,14 @@ class TrainSettings:
     screen_samples: int = 0
     screen_target: float = 0.0
     screen_margin: float = 0.015
+    #: after the last round, record every client's accuracy on its own training samples
+    client_accuracy: bool = False
+    #: False: with ``record_clients``, the update norms are not recorded (they are still fed
+    #: back to the sampler); the selections and weights are
+    record_norms: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("full_information", "record_clients"):
+        for name in ("full_information", "record_clients", "client_accuracy", "record_norms"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
         require_int("rounds", self.rounds, minimum=0)
@@ -313,6 +331,9 @@ class RoundRecorder:
 #: records added by screening: the screen accuracy after each round (None once the target was
 #: reached) and the rounds at which ``client_losses`` were taken (the scheduled evaluations only)
 SCREEN_KEYS = ("screen_accuracy", "client_loss_round")
+#: records added by an availability model (clients available per round), by a sampler that
+#: probes losses (samples evaluated for selection per round) and by ``client_accuracy``
+AVAILABILITY_KEY, PROBE_KEY, CLIENT_ACCURACY_KEY = "available", "probed", "client_accuracy"
 
 
 def _subset(everyone: ClientUpdates, selection: Selection, device: torch.device) -> ClientUpdates:
@@ -362,13 +383,30 @@ class FederatedTrainer:
     #: used in the ``full_information`` mode only (the trainer imports no paper's metrics)
     recorder: RoundRecorder | None = None
     device: torch.device | str | None = None
+    #: who can take part in each round (None: everyone, the papers' setting)
+    availability: Availability | None = None
 
     def __post_init__(self) -> None:
-        if self.sampler.n != len(self.data.partition):
-            raise ValueError(
-                f"sampler has n={self.sampler.n} clients but the partition has "
-                f"{len(self.data.partition)}"
-            )
+        n = len(self.data.partition)
+        if self.sampler.n != n:
+            raise ValueError(f"sampler has n={self.sampler.n} clients but the partition has {n}")
+        if self.availability is not None:
+            if self.availability.n != n:
+                raise ValueError(
+                    f"availability model has n={self.availability.n} clients but the partition "
+                    f"has {n}"
+                )
+            if not self.sampler.availability_aware:
+                raise ValueError(
+                    f"sampler {self.sampler.name!r} cannot select under an availability model "
+                    "(it is not availability aware)"
+                )
+            if self.settings.full_information:
+                raise ValueError("the full_information mode trains every client: no availability")
+            self.sampler.set_availability_rates(self.availability.long_run_rates())
+        if self.sampler.wants_losses:
+            self.sampler.loss_probe = self.probe_losses
+            self._probed = 0
         self.device = resolve_device(None if self.device is None else str(self.device))
         self.eval_batch_size = eval_batch_size(self.device)
         self.model.to(self.device)
@@ -389,6 +427,9 @@ class FederatedTrainer:
             HISTORY_KEYS
             + (self.recorder.keys if s.full_information and self.recorder else ())
             + (SCREEN_KEYS if s.screen_samples else ())
+            + ((AVAILABILITY_KEY,) if self.availability is not None else ())
+            + ((PROBE_KEY,) if self.sampler.wants_losses else ())
+            + ((CLIENT_ACCURACY_KEY,) if s.client_accuracy else ())
         )
 
     def client_schedule(self, t: int, client: int) -> np.ndarray:
@@ -468,6 +509,55 @@ class FederatedTrainer:
         sums.index_add_(0, self._loss_owner, per_sample.double().cpu())
         return (sums / self._loss_counts).tolist()
 
+    def probe_losses(
+        self, ids: np.ndarray, samples: int | None = None, *, free: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The sampler's :class:`LossProbe`: per client of ``ids``, the mean and the root mean
+        square of the per-sample losses of the current global model on (up to) ``samples`` of
+        its training samples (a seeded subset, fixed for the run; None: all of them)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if samples is not None:
+            require_int("samples", samples, minimum=1)
+        rows = [self._probe_rows(int(i), samples) for i in ids]
+        counts = np.array([r.size for r in rows], dtype=np.int64)
+        if not counts.sum():
+            return np.zeros(ids.size), np.zeros(ids.size)
+        flat = torch.from_numpy(np.concatenate(rows)).to(self.device)
+        split = TensorSplit(self.data.train.x[flat], self.data.train.y[flat])
+        with memory_hint(self.device):
+            per_sample = per_sample_losses(
+                self.model, self.params, split, self.settings.loss, self.eval_batch_size
+            )
+        losses = per_sample.double().cpu().numpy()
+        owner = np.repeat(np.arange(ids.size), counts)
+        denominator = np.maximum(counts, 1)
+        mean = np.bincount(owner, losses, minlength=ids.size) / denominator
+        rms = np.sqrt(np.bincount(owner, losses**2, minlength=ids.size) / denominator)
+        if not free:
+            self._probed += int(counts.sum())
+        return mean, rms
+
+    def _probe_rows(self, client: int, samples: int | None) -> np.ndarray:
+        idx = np.asarray(self.data.partition[client], dtype=np.int64)
+        if samples is None or samples >= idx.size:
+            return idx
+        take = generator(self.settings.seed, "loss_probe", client).permutation(idx.size)
+        return idx[np.sort(take[:samples])]
+
+    def client_accuracies(self) -> list[float]:
+        """Every client's accuracy of the reported model on all of its own training samples."""
+        with memory_hint(self.device):
+            outputs = _batched_outputs(
+                self.model, self.reported_params(), self.data.train, self.eval_batch_size
+            )
+            hits = torch.cat([(out.argmax(1) == y) for out, y in outputs]).cpu().numpy()
+        # each client counts its own samples (a sample of no client, or of two, is no problem)
+        correct = np.array(
+            [hits[np.asarray(idx, dtype=np.int64)].sum() for idx in self.data.partition],
+            dtype=np.float64,
+        )
+        return (correct / np.maximum(self.data.sizes, 1)).tolist()
+
     def screen_split(self) -> TensorSplit:
         """The fixed seeded subset of the test set that screens for the target."""
         if not hasattr(self, "_screen"):
@@ -543,9 +633,21 @@ class FederatedTrainer:
                 for key in self.recorder.keys:
                     h[key].append(record[key])
         else:
-            selection = self.sampler.sample()
+            if self.sampler.wants_losses:
+                self._probed = 0
+            if self.availability is None:
+                selection = self.sampler.sample()
+            else:
+                available = self.availability.mask(t)
+                selection = check_available_selection(self.sampler.sample(available), available)
+                h[AVAILABILITY_KEY].append(int(available.sum()))
+            if self.sampler.wants_losses:
+                h[PROBE_KEY].append(self._probed)
             updates = self._train(t, lr, selection.ids, selection.weights)
             norms = np.asarray(self.feedback(self.params, updates), dtype=np.float64)
+            if self.sampler.wants_updates:
+                deltas = torch.cat([v.flatten(1) for v in updates.deltas().values()], dim=1)
+                self.sampler.feedback_updates(selection.ids, deltas.double().cpu().numpy())
         self.params = self.algorithm.aggregate(self.params, updates)
         self.sampler.feedback(selection.ids, norms)
         self.round = t + 1
@@ -553,8 +655,11 @@ class FederatedTrainer:
         if self.settings.record_clients:
             h["selected"].append(selection.ids.tolist())
             h["weights"].append(selection.weights.tolist())
-            h["update_norms"].append(norms.tolist())
+            if self.settings.record_norms:
+                h["update_norms"].append(norms.tolist())
         self._evaluate_after_round()
+        if self.settings.client_accuracy and self.round == self.settings.rounds:
+            h[CLIENT_ACCURACY_KEY].append(self.client_accuracies())
 
     def run(
         self,

@@ -50,7 +50,9 @@ def _uniform_weights(ids: np.ndarray) -> Selection:
 class UniformSubset(RandomWeighted):
     """Case 1 / P1: ``s`` of the ``n`` clients uniformly without replacement, weights 1/s.
 
-    The AoI paper's Policy 1 with equal dataset sizes (the same draws).
+    The AoI paper's Policy 1 with equal dataset sizes (the same draws). Availability aware as
+    Policy 1 is: ``s`` of the available clients (all of them, weights 1/|S|, when fewer are
+    available).
     """
 
     name = "uniform"
@@ -249,18 +251,16 @@ def _ignore_sizes(cls: type) -> Any:
     return declare_options(lambda n, sizes, **options: cls(n, **options), cls)
 
 
+_PATTERN_CLASSES = (
+    UniformSubset,
+    Bernoulli,
+    SineBernoulli,
+    BiasedBernoulli,
+    DeterministicCyclic,
+    ReshuffledCyclic,
+)
 #: pattern name -> factory(n, sizes, **options), for :data:`aoi_fl.pipeline.runs.SAMPLERS` (the
 #: patterns ignore the clients' data sizes)
-PATTERNS = {
-    cls.name: _ignore_sizes(cls)
-    for cls in (
-        UniformSubset,
-        Bernoulli,
-        SineBernoulli,
-        BiasedBernoulli,
-        DeterministicCyclic,
-        ReshuffledCyclic,
-    )
-}
-for _name, _factory in PATTERNS.items():
-    register_sampler(_name, _factory)
+PATTERNS = {cls.name: _ignore_sizes(cls) for cls in _PATTERN_CLASSES}
+for _cls in _PATTERN_CLASSES:
+    register_sampler(_cls.name, PATTERNS[_cls.name], availability=_cls.availability_aware)

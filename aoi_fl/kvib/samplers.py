@@ -28,6 +28,24 @@ first round (the K-Vib paper's Sec. 6: "use the mean value of first-round client
 naive estimate of G"), which is known before it is first needed (all three sample uniformly in
 round 1); ``G`` sets it instead (App. F: 0.01 for the synthetic task, 0.1 for FEMNIST).
 
+Under client availability (:mod:`aoi_fl.core.selection`) every sampler but ``optimal`` is
+availability aware. Given the round's available set A (nobody: an empty selection), the
+policy's p restricted to A is fitted back to the budget among them (our extension; the K-Vib
+paper assumes every client can be drawn):
+
+- ISP: p' = the capped water-filling (eq. 4) of (p_i)_{i in A} to budget min(K, |A|), so that
+  p' keeps p's proportions where no cap binds;
+- with replacement: q restricted to A and renormalised, still K draws (p' = K q');
+- uniform without replacement: min(K, |A|) of A uniformly (p' = min(K, |A|) / |A|).
+
+p'_i = 0 outside A. The weights become w_i = m_i lambda'_i / p'_i with lambda' = lambda
+restricted to A and renormalised (lambda'_i = lambda_i / sum_{j in A} lambda_j), so the estimate
+is unbiased for sum_{i in A} lambda'_i g_i: the data-weighted mean update of the clients that
+can take part, the quantity FedAvg over A would average. The feedback of the drawn clients is
+still pi_i = lambda_i ||g_i|| (the policy's scores do not depend on who was available), and
+K-Vib's, VRB's and MABS's importance weights divide by the p' they were drawn with. With
+``available=None`` the draws are exactly those of the samplers without availability.
+
 Avare (El Hanchi & Stephens 2020), the paper's fourth baseline, is not implemented: its update
 rule is not stated in the K-Vib paper and could not be retrieved from a public source here.
 """
@@ -42,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from aoi_fl.core.registry import PALETTE, Style, declare_options, register_sampler
-from aoi_fl.core.selection import SeededSampler, Selection, sizes_key
+from aoi_fl.core.selection import SeededSampler, Selection, check_available, sizes_key
 from aoi_fl.core.validation import require_int, require_real, require_sizes
 from aoi_fl.kvib.estimators import draw, optimal_isp_probabilities
 
@@ -60,6 +78,7 @@ class UnbiasedSampler(SeededSampler):
     """
 
     procedure = "isp"
+    availability_aware = True
 
     def __init__(self, sizes: Any, k: int, seed: int = 0, G: float | None = None) -> None:
         self.sizes = require_sizes("sizes", sizes)
@@ -76,19 +95,50 @@ class UnbiasedSampler(SeededSampler):
         """The p of the coming round (see :mod:`aoi_fl.kvib.estimators`)."""
         raise NotImplementedError
 
-    def sample(self) -> Selection:
-        p = self.probabilities()
-        counts = draw(self.procedure, p, self._rng)
+    def sample(self, available: np.ndarray | None = None) -> Selection:
+        available = check_available(available, self.n)
+        if available is not None and not self.availability_aware:
+            raise ValueError(
+                f"sampler {self.name!r} is not availability aware: sample() takes no mask"
+            )
+        p, lam = self.probabilities(), self.lam
+        if available is None:
+            counts = draw(self.procedure, p, self._rng)
+        else:
+            p, lam, counts = self._draw_available(p, np.flatnonzero(available))
         ids = np.flatnonzero(counts)
         self._last_p, self._last_counts = p, counts
         self.round += 1
         return Selection(
-            ids, self._weights(ids, counts, p), probabilities=p, procedure=self.procedure
+            ids, self._weights(ids, counts, p, lam), probabilities=p, procedure=self.procedure
         )
 
-    def _weights(self, ids: np.ndarray, counts: np.ndarray, p: np.ndarray) -> np.ndarray:
+    def _draw_available(
+        self, p: np.ndarray, pool: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """p', lambda' and the draw counts when only the clients ``pool`` can take part (module
+        docstring), each over all n clients (0 outside the pool)."""
+        p_pool, lam_pool, counts = np.zeros(self.n), np.zeros(self.n), np.zeros(self.n, np.int64)
+        if pool.size:
+            p_pool[pool] = self._fit_budget(p[pool])
+            lam_pool[pool] = self.lam[pool] / self.lam[pool].sum()
+            counts[pool] = draw(self.procedure, p_pool[pool], self._rng)
+        return p_pool, lam_pool, counts
+
+    def _fit_budget(self, p: np.ndarray) -> np.ndarray:
+        """The policy's p over the available clients, fitted to the budget among them."""
+        k = min(self.k, p.size)
+        if self.procedure == "isp":
+            return optimal_isp_probabilities(p, k)
+        if self.procedure == "with_replacement":
+            return self.k * p / p.sum()
+        return np.full(p.size, k / p.size)
+
+    def _weights(
+        self, ids: np.ndarray, counts: np.ndarray, p: np.ndarray, lam: np.ndarray
+    ) -> np.ndarray:
         """The estimator's weights w_i = (draws of i) lambda_i / p_i (unbiased)."""
-        return counts[ids] * self.lam[ids] / p[ids]
+        return counts[ids] * lam[ids] / p[ids]
 
     def feedback(self, ids: np.ndarray, values: np.ndarray) -> None:
         ids = np.asarray(ids, dtype=np.int64)
@@ -165,9 +215,11 @@ class UniformNormalised(UniformSampler):
 
     name = "uniform_normalised"
 
-    def _weights(self, ids: np.ndarray, counts: np.ndarray, p: np.ndarray) -> np.ndarray:
-        lam = self.lam[ids]
-        return lam / lam.sum()
+    def _weights(
+        self, ids: np.ndarray, counts: np.ndarray, p: np.ndarray, lam: np.ndarray
+    ) -> np.ndarray:
+        share = lam[ids]
+        return share / share.sum()
 
 
 class UniformISP(UniformSampler):
@@ -183,9 +235,11 @@ class OptimalSampler(UnbiasedSampler):
     Full information: before each round it must get all n clients' update norms at the current
     model through :meth:`inform` (the trainer's ``full_information`` mode), and it samples
     p* = argmin_p sum_i pi_i^2 / p_i, so its cost is the comparator of the dynamic regret.
+    Not availability aware: its comparator is defined over all n clients.
     """
 
     name = "optimal"
+    availability_aware = False
 
     def __init__(self, sizes: Any, k: int, seed: int = 0) -> None:
         super().__init__(sizes, k, seed)
@@ -388,4 +442,4 @@ _STYLES = {
 }
 for _name, _cls in UNBIASED_SAMPLERS.items():
     _factory = declare_options(functools.partial(_configured, _cls), _cls)
-    register_sampler(_name, _factory, _STYLES[_name])
+    register_sampler(_name, _factory, _STYLES[_name], availability=_cls.availability_aware)

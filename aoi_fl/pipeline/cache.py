@@ -3,6 +3,9 @@
 Layout under a cache root (``results/`` by default)::
 
     runs/<key>/result.json          the result: config, records, checksums
+    runs/<key>/result.json.gz       the same, gzip-compressed (configurations whose training
+                                    section asks for ``compress``: large grids meant to be
+                                    committed)
     runs/<key>/arrays.npz           NumPy arrays of the result (e.g. the final model), no pickle
     checkpoints/<key>/latest.json   round, JSON state (sampler, records) and the tensors' SHA-256
     checkpoints/<key>/round-<t>.pt  tensors of round t (torch.save, read with weights_only=True)
@@ -20,6 +23,7 @@ warning and treated as missing, so that the caller recomputes it.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -28,6 +32,7 @@ import shutil
 import tempfile
 import warnings
 import zipfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -81,11 +86,18 @@ def _sealed(body: Mapping[str, Any]) -> bytes:
     return json.dumps({**body, "sha256": _sha256(canonical_json(body).encode())}).encode()
 
 
+def _gzip(data: bytes) -> bytes:
+    # mtime 0 and no file name: the same result gives the same bytes (a clean git status)
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
 def _unseal(path: Path) -> dict[str, Any]:
-    """Read a file written by :func:`_sealed`; raise :class:`CorruptEntry` if it does not check."""
+    """Read a file written by :func:`_sealed` (gzip-compressed if its name ends in ``.gz``);
+    raise :class:`CorruptEntry` if it does not check."""
     try:
-        doc = json.loads(path.read_bytes())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raw = path.read_bytes()
+        doc = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CorruptEntry(f"{path}: unreadable JSON ({exc})") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("sha256"), str):
         raise CorruptEntry(f"{path}: no checksum field")
@@ -111,6 +123,14 @@ class ResultStore:
     def folder(self, config: Mapping[str, Any]) -> Path:
         return self.root / "runs" / config_key(config)
 
+    @staticmethod
+    def result_file(folder: Path, config: Mapping[str, Any]) -> Path:
+        """``result.json``, or ``result.json.gz`` when the configuration's training section has
+        ``compress`` (the key differs from the uncompressed configuration's, so both never
+        meet in one folder)."""
+        compress = bool(config.get("training", {}).get("compress", False))
+        return folder / ("result.json.gz" if compress else "result.json")
+
     def save(
         self,
         config: Mapping[str, Any],
@@ -128,7 +148,9 @@ class ResultStore:
             "result": result,
             "arrays_sha256": _sha256(data),
         }
-        atomic_write_bytes(folder / "result.json", _sealed(body))
+        sealed = _sealed(body)
+        path = self.result_file(folder, config)
+        atomic_write_bytes(path, _gzip(sealed) if path.suffix == ".gz" else sealed)
         return folder
 
     def check_writable(self) -> None:
@@ -147,7 +169,7 @@ class ResultStore:
     def load(self, config: Mapping[str, Any]) -> tuple[dict, dict[str, np.ndarray]] | None:
         """``(result, arrays)`` for ``config``, or None when absent or corrupt (with a warning)."""
         folder = self.folder(config)
-        if not (folder / "result.json").exists():
+        if not self.result_file(folder, config).exists():
             return None
         try:
             return self._read(folder, config)
@@ -159,7 +181,7 @@ class ResultStore:
 
     @staticmethod
     def _read(folder: Path, config: Mapping[str, Any]) -> tuple[dict, dict[str, np.ndarray]]:
-        body = _unseal(folder / "result.json")
+        body = _unseal(ResultStore.result_file(folder, config))
         if body.get("format") != RESULTS_FORMAT_VERSION:
             raise CorruptEntry(f"{folder}: format {body.get('format')!r}")
         if canonical_json(body.get("config")) != canonical_json(config):

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from aoi_fl.core import registry
+from aoi_fl.core.availability import check_availability_spec
 from aoi_fl.core.engines import LocalTraining
 from aoi_fl.core.models import MODELS, build_model
 from aoi_fl.core.train import LR_SCHEDULES, TrainSettings
@@ -282,6 +283,28 @@ def _sampler(spec: Mapping[str, Any], n_clients: int) -> None:
     )
 
 
+def check_availability_section(spec: Mapping[str, Any], n_clients: int | None = None) -> None:
+    """The availability section's model and options (a message that names the section)."""
+    try:
+        check_availability_spec(spec, n_clients)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"config section 'availability': {exc}") from exc
+
+
+def _availability(spec: Mapping[str, Any] | None, sampler: str, n_clients: int) -> None:
+    """An availability model that exists, with valid options, paired with a sampler that picks
+    among the available clients (:data:`registry.AVAILABILITY_AWARE`)."""
+    if spec is None:
+        return
+    check_availability_section(spec, n_clients)
+    if sampler not in registry.AVAILABILITY_AWARE:
+        raise ValueError(
+            f"sampler {sampler!r} cannot select under availability model {spec['name']!r}: it "
+            f"does not pick among the available clients; availability-aware samplers: "
+            f"{sorted(registry.AVAILABILITY_AWARE)}"
+        )
+
+
 def _named(label: str, path: str, spec: Any, table: Table) -> tuple[Callable[..., Any], dict]:
     if not isinstance(spec, Mapping):
         raise ValueError(f"{label} must be a dict with a 'name', got {spec!r}")
@@ -345,10 +368,9 @@ def _algorithm(training: Mapping[str, Any], n_clients: int) -> None:
 def _training(training: Mapping[str, Any], n_clients: int) -> None:
     settings = {k: v for k, v in training.items() if k in SETTINGS}
     _dry_run("training", settings, lambda: TrainSettings(**settings))
-    if not isinstance(training.get("keep_params", True), bool):
-        raise TypeError(
-            f"training.keep_params must be True or False, got {training['keep_params']!r}"
-        )
+    for key in ("keep_params", "compress"):
+        if not isinstance(training.get(key, False), bool):
+            raise TypeError(f"training.{key} must be True or False, got {training[key]!r}")
     _lr(training["lr"], settings["rounds"])
     _algorithm(training, n_clients)
 
@@ -465,5 +487,6 @@ def check_config(config: Mapping[str, Any], datasets: Table, partitions: Table) 
     facts = _dataset(dataset, datasets)
     n_clients = _partition(config["partition"], partitions, dataset["name"], facts)
     _sampler(config["sampler"], n_clients)
+    _availability(config.get("availability"), config["sampler"]["name"], n_clients)
     _training(config["training"], n_clients)
     _model(config["model"], config["training"], dataset["name"], facts)

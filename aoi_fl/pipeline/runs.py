@@ -1,7 +1,8 @@
 """Training runs from configurations, cached on disk (:func:`run_experiment`).
 
 A configuration is a JSON-serialisable dict with the sections ``dataset``, ``partition``,
-``model``, ``sampler`` and ``training`` (see :func:`resolve_config`). Its resolved form (defaults
+``model``, ``sampler``, ``training`` and, optionally, ``availability`` (see
+:func:`resolve_config`). Its resolved form (defaults
 filled in) is the key of the result cache (:mod:`aoi_fl.pipeline.cache`): the same configuration is
 never trained twice, an interrupted run resumes from its latest checkpoint, and a corrupt entry is
 recomputed.
@@ -32,6 +33,7 @@ import torch
 
 from aoi_fl.core import registry
 from aoi_fl.core.algorithms import Algorithm
+from aoi_fl.core.availability import build_availability
 from aoi_fl.core.device import requested_device
 from aoi_fl.core.models import build_model
 from aoi_fl.core.train import (
@@ -141,7 +143,9 @@ DATASETS: dict[str, Callable[..., DatasetBundle]] = {
     "fedprox_synthetic": _generated(synthetic.fedprox_synthetic),
 }
 
-_SECTIONS = ("dataset", "partition", "model", "sampler", "training")
+_SECTIONS = ("dataset", "partition", "model", "sampler", "training", "availability")
+#: the sections a configuration may leave out
+_OPTIONAL_SECTIONS = {"training", "availability"}
 #: defaults of the "training" section (the AoI paper's MNIST setting, 100 rounds)
 TRAINING_DEFAULTS: dict[str, Any] = {
     "rounds": 100,
@@ -169,6 +173,11 @@ OPTIONAL_TRAINING: dict[str, Any] = {
     # False: the final model is not part of the cached result (which stays small enough to
     # commit) but goes to ``<cache>/weights/<key>.npz``, a folder that is not committed
     "keep_params": True,
+    "client_accuracy": False,
+    "record_norms": True,
+    # True: the cached result is stored gzip-compressed (result.json.gz), for grids whose
+    # hundreds of runs are committed
+    "compress": False,
 }
 
 
@@ -204,7 +213,9 @@ def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
     (:data:`models.MODELS`; "seed", options), ``sampler`` (:data:`SAMPLERS`; "seed", options)
     and ``training`` (:data:`TRAINING_DEFAULTS`, optional; its ``lr`` and ``algorithm`` are
     {"name", options} dicts naming entries of :data:`train.LR_SCHEDULES` and
-    :data:`ALGORITHMS`).
+    :data:`ALGORITHMS`); optionally ``availability`` (:data:`availability.AVAILABILITY`; "seed",
+    options), which needs an availability-aware sampler. Everyone available (no section, or
+    ``{"name": "always"}``) resolves to no section, the key of a run without one.
 
     Every configuration is checked before it is resolved (:mod:`aoi_fl.pipeline.config_checks`:
     types, names, options, ranges, the model against the dataset), without loading any data.
@@ -212,10 +223,11 @@ def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """
     config_checks.require_mapping("config", config)
     unknown = set(config) - set(_SECTIONS)
-    missing = set(_SECTIONS) - set(config) - {"training"}
+    missing = set(_SECTIONS) - set(config) - _OPTIONAL_SECTIONS
     if unknown or missing:
         raise ValueError(
-            f"config sections must be {list(_SECTIONS)} (training optional); "
+            f"config sections must be {list(_SECTIONS)} "
+            f"({' and '.join(sorted(_OPTIONAL_SECTIONS))} optional); "
             f"unknown: {sorted(unknown)}, missing: {sorted(missing)}"
         )
     config = config_checks.plain(config)
@@ -233,8 +245,14 @@ def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
         if key in training and type(training[key]) is type(default) and training[key] == default:
             del training[key]
     # config_checks.plain has copied every section already
-    resolved = {s: dict(config[s]) for s in _SECTIONS if s != "training"}
+    resolved = {s: dict(config[s]) for s in _SECTIONS if s not in _OPTIONAL_SECTIONS}
     resolved["training"] = {**copy.deepcopy(TRAINING_DEFAULTS), **training}
+    if "availability" in config:
+        if config["availability"].get("name") == "always":
+            # nothing else to check, dropped
+            config_checks.check_availability_section(config["availability"])
+        else:
+            resolved["availability"] = dict(config["availability"])
     config_checks.check_config(resolved, DATASETS, PARTITIONS)
     return resolved
 
@@ -298,6 +316,7 @@ def build_trainer(
     model = build_model(model_spec.pop("name"), **model_spec)
     sampler = _built(c["sampler"], SAMPLERS, len(data.partition), data.sizes)
     settings, lr_schedule, algorithm = _training_parts(c["training"])
+    availability = _availability(c, len(data.partition), data.sizes)
     return FederatedTrainer(
         model,
         data,
@@ -307,7 +326,15 @@ def build_trainer(
         algorithm=algorithm,
         recorder=_recorder() if settings.full_information else None,
         device=device,
+        availability=availability,
     )
+
+
+def _availability(c: Mapping[str, Any], n: int, sizes: np.ndarray) -> Any:
+    spec = c.get("availability")
+    if spec is None:
+        return None
+    return build_availability(spec, n, sizes)
 
 
 def _recorder() -> Any:

@@ -14,10 +14,12 @@ from aoi_fl.pipeline import runs  # imports every registering module
 
 def test_every_paper_registers_its_samplers_and_algorithms():
     from aoi_fl.aoi.samplers import POLICIES
+    from aoi_fl.arena.policies import FIELD_POLICIES
     from aoi_fl.fedsum.patterns import PATTERNS
     from aoi_fl.kvib.samplers import UNBIASED_SAMPLERS
 
-    parts = [POLICIES, ["exp_prior"], UNBIASED_SAMPLERS, PATTERNS]
+    # markov_available is the AoI paper's Policy 3 under availability, registered by aoi
+    parts = [POLICIES, ["exp_prior"], UNBIASED_SAMPLERS, PATTERNS, FIELD_POLICIES]
     assert sorted(runs.SAMPLERS) == sorted(name for part in parts for name in part)
     assert runs.SAMPLERS["exp_prior"] is participation.prior_sampler
     assert sorted(runs.ALGORITHMS) == sorted(
@@ -29,6 +31,7 @@ def test_every_paper_registers_its_samplers_and_algorithms():
 def test_families_are_the_names_the_experiments_plot_together():
     from aoi_fl.agnostic import experiments as ax
     from aoi_fl.aoi import experiments
+    from aoi_fl.arena.policies import FIELD_POLICIES
     from aoi_fl.fedsum import experiments as fx
     from aoi_fl.kvib import experiments as kx
 
@@ -39,6 +42,7 @@ def test_families_are_the_names_the_experiments_plot_together():
         "K-Vib samplers": set(kx.FIG2_SAMPLERS),
         "FedSUM methods": {*fx.MAIN_ALGORITHMS, *fx.FAMILY},
         "FedSUM patterns": {*fx.MAIN_PATTERNS, *fx.CASES},
+        "the field's policies": set(FIELD_POLICIES),
     }
     assert set(kx.GRID_SAMPLERS) <= families["K-Vib samplers"]
 

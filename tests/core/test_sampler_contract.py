@@ -41,6 +41,14 @@ OPTIONS = {
     "biased": {},
     "cyclic": {"s": 6},
     "reshuffled_cyclic": {"s": 6},
+    # the selection arena's (issue 29)
+    "all_available": {},
+    "markov_available": {"m": 5, "m_prime": 4},
+    "power_of_choice": {"m": 5, "d": 10},
+    "power_of_choice_stale": {"m": 5, "d": 10},
+    "clustered_size": {"m": 5},
+    "clustered_similarity": {"m": 5},
+    "oort": {"m": 5},
 }
 
 #: sha256 (first 16 hex digits) of the first ROUNDS selections (ids, weights to 12 significant
@@ -64,11 +72,34 @@ PINNED = {
     "uniform_normalised": "d72eee3d354a748e",
     "uniform_unbiased": "a8a7ff7614e5cb94",
     "vrb": "2630bdda028d3066",
+    # recorded when the selection arena added them (issue 29)
+    "all_available": "6a740dde6b86b1d4",
+    # without an availability model, Policy 3 itself (the same digest as markov_optimal)
+    "markov_available": "5d2dfb3dd5309b32",
+    "power_of_choice": "afa202c088d480cf",
+    "power_of_choice_stale": "120a3a480bd9873f",
+    "clustered_size": "2ef6c6fa9d2fd5c3",
+    "clustered_similarity": "e7fd5462cd2d1e66",
+    "oort": "d4284465a7613cc9",
 }
 
 
 def build(name, seed=3):
-    return runs.SAMPLERS[name](N, SIZES, seed=seed, **OPTIONS[name])
+    sampler = runs.SAMPLERS[name](N, SIZES, seed=seed, **OPTIONS[name])
+    if sampler.wants_losses:
+        sampler.loss_probe = _probe(sampler)
+    return sampler
+
+
+def _probe(sampler):
+    """A loss probe whose losses depend on (round, client) only, as the trainer's depend on the
+    model of the round and the client's samples."""
+
+    def probe(ids, samples=None, *, free=False):
+        loss = _norms(sampler.round)[ids] + 0.01 * (samples or 0)
+        return loss, 1.1 * loss
+
+    return probe
 
 
 def _norms(t):
@@ -83,6 +114,10 @@ def _drive(sampler, rounds, start=0):
         sampler.inform(_norms(t))
         sel = sampler.sample()
         sampler.feedback(sel.ids, _norms(t)[sel.ids])
+        if sampler.wants_updates:
+            # updates that point one of three ways by client, scaled by the round's norms
+            directions = np.eye(3)[sel.ids % 3] + 0.1 * sel.ids[:, None]
+            sampler.feedback_updates(sel.ids, directions * _norms(t)[sel.ids, None])
         out.append(sel)
     return out
 
@@ -111,7 +146,7 @@ def test_same_seed_same_selections_and_valid(name):
         assert sel.ids.size == 0 or (sel.ids[0] >= 0 and sel.ids[-1] < N)
         assert np.all(np.isfinite(sel.weights)) and np.all(sel.weights >= 0)
     other = _drive(build(name, seed=4), ROUNDS)
-    if name not in ("cyclic",):  # the deterministic cyclic order has no randomness
+    if name not in ("cyclic", "all_available"):  # deterministic: no randomness
         assert _digest(other) != _digest(a), "the seed must change the selections"
 
 
@@ -128,3 +163,62 @@ def test_state_round_trip_continues_the_same_sequence(name):
 @pytest.mark.parametrize("name", sorted(OPTIONS))
 def test_pinned_reference_trace(name):
     assert _digest(_drive(build(name), ROUNDS)) == PINNED[name]
+
+
+AWARE = sorted(
+    name for name in OPTIONS if runs.SAMPLERS[name](N, SIZES, **OPTIONS[name]).availability_aware
+)
+
+
+def _masks(seed, rounds, share):
+    rng = np.random.default_rng(seed)
+    return [rng.random(N) < share for _ in range(rounds)]
+
+
+def _drive_masked(sampler, masks, start=0):
+    out = []
+    for t, mask in enumerate(masks, start=start):
+        sel = sampler.sample(mask)
+        sampler.feedback(sel.ids, _norms(t)[sel.ids])
+        if sampler.wants_updates:
+            directions = np.eye(3)[sel.ids % 3] + 0.1 * sel.ids[:, None]
+            sampler.feedback_updates(sel.ids, directions * _norms(t)[sel.ids, None])
+        out.append(sel)
+    return out
+
+
+def test_availability_aware_samplers_are_registered_as_such():
+    from aoi_fl.core.registry import AVAILABILITY_AWARE
+
+    assert set(AWARE) == set(AVAILABILITY_AWARE) & set(OPTIONS)
+    # the policies of the papers that define their own participation stay unaware
+    assert {"bernoulli", "sine_bernoulli", "cyclic", "optimal", "exp_prior"}.isdisjoint(AWARE)
+
+
+@pytest.mark.parametrize("name", AWARE)
+@pytest.mark.parametrize("share", [0.0, 0.1, 0.5, 1.0])
+def test_availability_aware_samplers_select_available_clients_only(name, share):
+    masks = _masks(7, ROUNDS, share)
+    for mask, sel in zip(masks, _drive_masked(build(name), masks), strict=True):
+        assert np.all(np.diff(sel.ids) > 0)
+        assert mask[sel.ids].all(), f"{name} selected an unavailable client"
+        assert np.all(np.isfinite(sel.weights)) and np.all(sel.weights >= 0)
+        if sel.ids.size and name not in ("kvib", "vrb", "mabs", "uniform_unbiased", "uniform_isp"):
+            # every policy but the unbiased estimators averages: weights sum to one
+            assert sel.weights.sum() == pytest.approx(1.0)
+        if not mask.any():
+            assert sel.ids.size == 0
+
+
+@pytest.mark.parametrize("name", AWARE)
+def test_state_round_trip_under_availability(name):
+    masks = _masks(8, 30, 0.4)
+    original = build(name)
+    _drive_masked(original, masks[:15])
+    state = json.loads(json.dumps(original.state_dict()))
+    restored = build(name, seed=99)
+    restored.load_state_dict(state)
+    later = masks[15:]
+    assert _digest(_drive_masked(restored, later, 15)) == _digest(
+        _drive_masked(original, later, 15)
+    )

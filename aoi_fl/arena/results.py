@@ -1,0 +1,218 @@
+"""The arena's numbers from its cached runs: every run's participation and learning metrics,
+paired comparisons against the references, the leaderboard per availability model, and the
+screen's choices for the confirm tier (ours, not the papers').
+
+Speed is rounds to the tier's target accuracy (fixed before running,
+:data:`aoi_fl.arena.experiments.TASKS`). A run that never reaches it is counted at the horizon T:
+its value is then a lower bound, so a paired difference involving it is a bound too; the tables
+count such runs (``censored``) and a comparison with any says so. Final accuracy is the mean test
+accuracy of the last :data:`FINAL_WINDOW` evaluations (the screen's curves level off with
+round-to-round noise of about 0.01).
+
+A comparison of policy A against a reference R is the paired difference A - R over seeds (the
+same partition, initial model, batches and availability within a seed) with its 95% t interval,
+and a word: "better" or "worse" when the interval excludes 0, else "no difference detectable at
+this power" with the minimum detectable effect of those seeds
+(:func:`aoi_fl.pipeline.paired.minimum_detectable_effect`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from scipy import stats
+
+from aoi_fl.arena import experiments as ex
+from aoi_fl.core.participation import run_metrics
+from aoi_fl.core.validation import require_choice
+from aoi_fl.pipeline.paired import minimum_detectable_effect, paired_interval
+from aoi_fl.pipeline.runs import cached_results
+
+#: evaluations averaged into the final accuracy
+FINAL_WINDOW = 10
+#: measure -> (column, whether lower is better, label)
+MEASURES: dict[str, tuple[str, bool, str]] = {
+    "rounds": ("rounds_to_target", True, "rounds to target"),
+    "final": ("final_accuracy", False, "final accuracy"),
+    "worst": ("worst_clients_accuracy", False, "worst 10% clients' accuracy"),
+}
+#: the words of a comparison (the ledger's own words for a paired difference with no claimed size)
+WORDS = ("better", "worse", "no difference detectable at this power")
+
+
+def run_row(result: Any, tier: str, profile: str) -> dict[str, Any]:
+    """One run's metrics as a flat row (availability, policy, seed and
+    :meth:`aoi_fl.core.participation.RunMetrics.as_dict`), rounds to target censored at T."""
+    s = ex.tier_settings(tier, profile)
+    c = result.config
+    metrics = run_metrics(
+        result.history, s["n"], s["m"], ex.TASKS[tier]["target"], final_window=FINAL_WINDOW
+    )
+    row = metrics.as_dict()
+    reached = row["rounds_to_target"] is not None
+    row["censored"] = not reached
+    row["rounds_to_target"] = row["rounds_to_target"] if reached else s["rounds"]
+    availability = ex.availability_name(c.get("availability"))
+    return {
+        "availability": availability,
+        "policy": c["sampler"]["name"],
+        "seed": c["training"]["seed"],
+        **row,
+    }
+
+
+def load(
+    tier: str,
+    profile: str,
+    policies: Sequence[str] | None = None,
+    availabilities: Iterable[str] | None = None,
+    *,
+    cache_dir: str = "results",
+) -> tuple[pd.DataFrame, int]:
+    """(the metrics of every cached run of the tier's grid, how many runs are missing)."""
+    tier = require_choice("tier", tier, ex.TIERS)
+    policies = ex.POLICIES if policies is None else tuple(policies)
+    availabilities = tuple(ex.AVAILABILITY if availabilities is None else availabilities)
+    found, missing = cached_results(
+        ex.grid(policies, availabilities, tier=tier, profile=profile), cache_dir=cache_dir
+    )
+    rows = [run_row(r, tier, profile) for r in found]
+    return pd.DataFrame(rows), missing
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A paired comparison of ``policy`` against ``reference`` on one measure."""
+
+    policy: str
+    reference: str
+    measure: str
+    n: int
+    mean: float
+    low: float
+    high: float
+    mde: float
+    word: str
+    censored: int
+
+    def text(self) -> str:
+        """``+1.2 [-0.3, 2.7] no difference ... (MDE 3.1)``, or the word alone."""
+        out = f"{self.mean:+.3g} [{self.low:+.3g}, {self.high:+.3g}] {self.word}"
+        if self.word == WORDS[2]:
+            out += f" (MDE {self.mde:.3g})"
+        if self.censored:
+            out += f"; {self.censored} censored run(s): a bound"
+        return out
+
+
+def compare(
+    frame: pd.DataFrame, policy: str, reference: str, measure: str = "rounds"
+) -> Comparison | None:
+    """The paired comparison of ``policy`` with ``reference`` on ``measure`` (one availability
+    model's rows), over the seeds both have; None with fewer than 2 such seeds."""
+    column, lower_better, _ = MEASURES[require_choice("measure", measure, MEASURES)]
+    a = frame[frame.policy == policy].set_index("seed")
+    b = frame[frame.policy == reference].set_index("seed")
+    seeds = a.index.intersection(b.index)
+    if seeds.size < 2:
+        return None
+    diff = (a.loc[seeds, column] - b.loc[seeds, column]).to_numpy(dtype=float)
+    censored = int(a.loc[seeds, "censored"].sum() + b.loc[seeds, "censored"].sum())
+    ci = paired_interval(diff)
+    if ci.low > 0 or ci.high < 0:
+        word = WORDS[0] if (ci.high < 0) == lower_better else WORDS[1]
+    else:
+        word = WORDS[2]
+    mde = minimum_detectable_effect(ci.sd, ci.n)
+    return Comparison(
+        policy, reference, measure, ci.n, ci.mean, ci.low, ci.high, mde, word, censored
+    )
+
+
+def leaderboard(frame: pd.DataFrame, measure: str = "rounds") -> pd.DataFrame:
+    """One availability model's policies, best first on ``measure``: the learning and
+    participation metrics' means over seeds, and each policy against the two references."""
+    column, lower_better, _ = MEASURES[require_choice("measure", measure, MEASURES)]
+    numeric = [
+        "rounds_to_target",
+        "final_accuracy",
+        "worst_clients_accuracy",
+        "jain",
+        "interval_var",
+        "sigma",
+        "tau_max",
+        "tau_avg",
+        "rounds_short",
+        "mean_participants",
+    ]
+    table = frame.groupby("policy")[numeric].mean()
+    table.insert(1, "censored", frame.groupby("policy")["censored"].sum())
+    table.insert(0, "seeds", frame.groupby("policy").size())
+    for reference in ex.REFERENCES:
+        table[f"vs {reference}"] = [
+            _text(compare(frame, policy, reference, measure)) for policy in table.index
+        ]
+    return table.sort_values(column, ascending=lower_better)
+
+
+def _text(comparison: Comparison | None) -> str:
+    if comparison is None:
+        return "fewer than 2 paired seeds"
+    if comparison.policy == comparison.reference:
+        return "(reference)"
+    return comparison.text()
+
+
+def separation(frame: pd.DataFrame, measure: str = "rounds") -> pd.Series:
+    """Per availability model, Friedman's chi-square of ``measure`` over the policies (treatments)
+    in the seeds (blocks) where every policy ran: how strongly the policies are told apart,
+    whatever the scale of the measure. NaN where fewer than 2 complete seeds."""
+    column = MEASURES[require_choice("measure", measure, MEASURES)][0]
+    out = {}
+    for availability, rows in frame.groupby("availability", sort=False):
+        wide = rows.pivot_table(index="seed", columns="policy", values=column).dropna()
+        if len(wide) < 2 or wide.shape[1] < 3:
+            out[availability] = float("nan")
+            continue
+        out[availability] = float(stats.friedmanchisquare(*wide.to_numpy().T).statistic)
+    return pd.Series(out, name="friedman_chi2")
+
+
+def most_separating(frame: pd.DataFrame, measure: str = "rounds") -> str:
+    """The partial-availability model where the screen separated the policies most
+    (:func:`separation`), the one the confirm tier runs beside full availability."""
+    partial = separation(frame, measure).drop("always", errors="ignore").dropna()
+    if partial.empty:
+        raise ValueError("no partial-availability model has 2 complete seeds of every policy")
+    return str(partial.idxmax())
+
+
+def mean_ranks(frame: pd.DataFrame, measure: str = "rounds") -> pd.Series:
+    """Each policy's rank on ``measure`` (1 = best) within each (availability model, seed),
+    averaged over them: the screen's overall order."""
+    column, lower_better, _ = MEASURES[require_choice("measure", measure, MEASURES)]
+    signed = frame[column] if lower_better else -frame[column]
+    ranks = signed.groupby([frame.availability, frame.seed]).rank(method="average")
+    return ranks.groupby(frame.policy).mean().sort_values()
+
+
+def best_others(frame: pd.DataFrame, k: int = 3, measure: str = "rounds") -> tuple[str, ...]:
+    """The k best policies of the screen (:func:`mean_ranks`) that are not among the confirm
+    tier's fixed entrants (:data:`aoi_fl.arena.experiments.CONFIRM_FIXED`)."""
+    order = [p for p in mean_ranks(frame, measure).index if p not in ex.CONFIRM_FIXED]
+    return tuple(order[:k])
+
+
+def comparisons(frame: pd.DataFrame, measure: str = "rounds") -> pd.DataFrame:
+    """Every policy against each reference under every availability model, one row each."""
+    rows = []
+    for availability, part in frame.groupby("availability", sort=False):
+        for reference in ex.REFERENCES:
+            for policy in sorted(set(part.policy) - {reference}):
+                c = compare(part, policy, reference, measure)
+                if c is not None:
+                    rows.append({"availability": availability, **c.__dict__})
+    return pd.DataFrame(rows)
