@@ -251,9 +251,18 @@ class MarkovSampler(SeededSampler):
         rates = np.asarray(rates, dtype=float)
         if rates.shape != (self.n,) or ((rates < 0) | (rates > 1) | np.isnan(rates)).any():
             raise ValueError(f"rates must be {self.n} availability rates in [0, 1]")
-        self._switch_to_per_round(rates)
-        effective = self._chains * rates[:, None]
-        ages = self._initial_ages(np.where(rates[:, None] > 0, effective, 0.0))
+        chains = np.array(self.client_chains(rates), dtype=float)
+        stuck = np.flatnonzero((chains[:, -1] == 0.0) & (rates > 0.0) & (rates < 1.0))
+        if stuck.size:
+            i = int(stuck[0])
+            raise ValueError(
+                f"client {i} runs p with p[m'] = p[{self.m_prime}] = 0: under its availability "
+                f"rate r = {rates[i]} < 1 it can reach age m' and never be selected again"
+            )
+        # validated and drawn before anything changes: a refused call leaves the sampler as it was
+        ages = self._initial_ages(np.where(rates[:, None] > 0, chains * rates[:, None], 0.0))
+        self._chains = chains
+        self._next[:] = _NEVER  # the renewal mode's next rounds are dropped (not used again)
         self._last[:] = -1 - ages
 
     def sample(self, available: np.ndarray | None = None) -> Selection:

@@ -11,4 +11,4 @@ every availability model on a cheap task and confirms the best on the small CNN,
 KEY = "arena"
 TITLE = "Selection arena (ours, not the papers')"
 REGISTERS: tuple[str, ...] = ("all_available", "power_of_choice", "clustered", "oort", "policies")
-CLAIMS = None
+CLAIMS = "claims"

@@ -59,11 +59,12 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy.cluster.hierarchy import linkage
+from scipy.cluster.hierarchy import ClusterWarning, linkage
 from scipy.spatial.distance import cdist
 
 from aoi_fl.core.registry import Style, declare_options, register_sampler
@@ -85,14 +86,17 @@ def _pour(masses: np.ndarray, room: np.ndarray) -> np.ndarray:
 
     Mass j covers [c_{j-1}, c_j) of the line, c the cumulative masses, distribution k the span
     [e_{k-1}, e_k) of its cumulative room; both ends are pinned to the same total so that float
-    rounding loses no mass.
+    rounding loses no mass. Where a mass ends on a boundary, the two sums' round-off would leave
+    a sliver (~1e-16) of the next mass in the distribution, a member that availability's
+    renormalisation would draw for certain: pieces up to _FIT (times the total) are dropped.
     """
     c = np.concatenate(([0.0], np.cumsum(masses)))
     e = np.concatenate(([0.0], np.cumsum(room)))
     e[-1] = c[-1]
     lo = np.maximum(c[None, :-1], e[:-1, None])
     hi = np.minimum(c[None, 1:], e[1:, None])
-    return np.maximum(hi - lo, 0.0)
+    pieces = hi - lo
+    return np.where(pieces > _FIT * max(c[-1], 1.0), pieces, 0.0)
 
 
 def size_distributions(p: np.ndarray, m: int) -> np.ndarray:
@@ -207,7 +211,11 @@ def similarity_distributions(
     _, m = require_n_m(p.size, m)
     if p.size == 1:
         return np.ones((1, 1))
-    tree = linkage(similarity_matrix(updates, similarity), method="ward")
+    with warnings.catch_warnings():
+        # the authors' code hands Ward the square matrix on purpose (rows as feature vectors),
+        # which scipy suspects to be a distance matrix given in the wrong form
+        warnings.simplefilter("ignore", ClusterWarning)
+        tree = linkage(similarity_matrix(updates, similarity), method="ward")
     return group_distributions(weight_groups(tree, p, m), p, m, rng)
 
 
@@ -222,6 +230,8 @@ class ClusteredSampler(SeededSampler):
         n, self.m = require_n_m(self.sizes.size, m)
         super().__init__(n, seed)
         self.p = self.sizes / self.sizes.sum()
+        self._supported: np.ndarray | None = None
+        self._supports: list[np.ndarray] = []
 
     def distributions(self) -> np.ndarray:
         """The (m, n) matrix r of the coming round."""
@@ -230,11 +240,13 @@ class ClusteredSampler(SeededSampler):
     def sample(self, available: np.ndarray | None = None) -> Selection:
         available = check_available(available, self.n)
         r = self.distributions()
-        if available is not None:
-            r = r * available[None, :]
+        if r is not self._supported:
+            # each cluster's members, found once per set of distributions: r has only n + m - 1
+            # non-zero entries, and scanning all m n of them each round dominated the cost
+            self._supported, self._supports = r, [np.flatnonzero(row > 0) for row in r]
         hits = np.zeros(self.n, dtype=np.int64)
-        for row in r:
-            support = np.flatnonzero(row > 0)
+        for row, members in zip(r, self._supports, strict=True):
+            support = members if available is None else members[available[members]]
             if support.size:  # a cluster with no available member draws nothing
                 q = row[support]
                 hits[support[self._rng.choice(support.size, p=q / q.sum())]] += 1

@@ -146,7 +146,7 @@ class Oort(SeededSampler):
         chosen = np.concatenate(
             (self.exploit(pool[tried], n_exploit), self._draw(pool[~tried], n_explore))
         )
-        rest = np.setdiff1d(pool, chosen)
+        rest = np.setdiff1d(pool, chosen, assume_unique=True)  # both hold distinct ids
         ids = np.sort(np.concatenate((chosen, self._draw(rest, total - chosen.size))))
         self.observe(ids)
         self.round += 1

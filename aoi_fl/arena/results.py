@@ -83,6 +83,20 @@ def load(
     return pd.DataFrame(rows), missing
 
 
+def load_confirm(
+    others: Sequence[str], availability: str, profile: str, *, cache_dir: str = "results"
+) -> tuple[pd.DataFrame, int]:
+    """:func:`load` of the confirm tier chosen by the screen (its three best ``others`` and the
+    model ``availability`` where it separated the policies most)."""
+    return load(
+        "confirm",
+        profile,
+        ex.confirm_entrants(others),
+        ex.confirm_models(availability),
+        cache_dir=cache_dir,
+    )
+
+
 @dataclass(frozen=True)
 class Comparison:
     """A paired comparison of ``policy`` against ``reference`` on one measure."""
@@ -174,8 +188,8 @@ def separation(frame: pd.DataFrame, measure: str = "rounds") -> pd.Series:
     out = {}
     for availability, rows in frame.groupby("availability", sort=False):
         wide = rows.pivot_table(index="seed", columns="policy", values=column).dropna()
-        if len(wide) < 2 or wide.shape[1] < 3:
-            out[availability] = float("nan")
+        if len(wide) < 2 or wide.shape[1] < 3 or (wide.nunique(axis=1) == 1).all():
+            out[availability] = float("nan")  # too few seeds, or every seed a tie
             continue
         out[availability] = float(stats.friedmanchisquare(*wide.to_numpy().T).statistic)
     return pd.Series(out, name="friedman_chi2")
@@ -183,10 +197,12 @@ def separation(frame: pd.DataFrame, measure: str = "rounds") -> pd.Series:
 
 def most_separating(frame: pd.DataFrame, measure: str = "rounds") -> str:
     """The partial-availability model where the screen separated the policies most
-    (:func:`separation`), the one the confirm tier runs beside full availability."""
+    (:func:`separation`), the one the confirm tier runs beside full availability; the first
+    partial model of :data:`aoi_fl.arena.experiments.AVAILABILITY` when none separates them (a
+    smoke screen too short to reach the target ties every policy)."""
     partial = separation(frame, measure).drop("always", errors="ignore").dropna()
     if partial.empty:
-        raise ValueError("no partial-availability model has 2 complete seeds of every policy")
+        return next(name for name in ex.AVAILABILITY if name != "always")
     return str(partial.idxmax())
 
 

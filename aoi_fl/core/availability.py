@@ -21,11 +21,11 @@ name               client i is available in round t ...
 =================  ==========================================================================
 
 The FedSUM paper's participation patterns are the special cases with everyone selected who is
-available (the arena's ``all_available`` sampler): its P2 (:class:`aoi_fl.fedsum.patterns.
-Bernoulli`) is ``bernoulli`` with every rate p, and its P3 (``SineBernoulli``: p (A sin(2 pi t /
+available (the arena's ``all_available`` sampler): its P2 (the FedSUM package's ``Bernoulli``
+pattern) is ``bernoulli`` with every rate p, and its P3 (``SineBernoulli``: p (A sin(2 pi t /
 period) + offset)) is ``diurnal`` with base = p offset, amplitude = p A and every phase 0.
 
-FLGo's simulator (github.com/WwZzz/easyFL, ``flgo/simulator/default_simulator.py``) draws static
+FLGo's simulator (repository WwZzz/easyFL, ``flgo/simulator/default_simulator.py``) draws static
 per-client availability rates, among them two data-size-dependent modes: ``MDF`` (more data
 first: the rate grows with the client's number of samples, a power of it normalised by the
 largest) and ``LDF`` (less data first: it shrinks with it), and ``SLN`` modulates rates by a sine

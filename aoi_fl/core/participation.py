@@ -15,9 +15,8 @@ last round (``client_accuracy``). From them:
   accuracy of the worst-served clients on their own data.
 
 The intervals and Sigma are computed by :class:`aoi_fl.core.stats.SelectionStats`, the code
-behind the AoI paper's Figs 2-3, so an arena table and those figures share one definition.
-(:mod:`aoi_fl.aoi.sigma` holds only the theoretical Sigma of each policy; core may not import a
-paper anyway.) Variances are population variances (divided by the number of terms), as there.
+behind the AoI paper's Figs 2-3, so an arena table and those figures share one definition
+(the AoI package's ``sigma`` module holds the theoretical Sigma of each policy). Variances are population variances (divided by the number of terms), as there.
 
 :func:`run_metrics` collects everything into a :class:`RunMetrics`; its ``as_dict()`` is one
 flat table row.

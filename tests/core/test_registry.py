@@ -31,7 +31,7 @@ def test_every_paper_registers_its_samplers_and_algorithms():
 def test_families_are_the_names_the_experiments_plot_together():
     from aoi_fl.agnostic import experiments as ax
     from aoi_fl.aoi import experiments
-    from aoi_fl.arena.policies import FIELD_POLICIES
+    from aoi_fl.arena.policies import ARENA_FAMILY
     from aoi_fl.fedsum import experiments as fx
     from aoi_fl.kvib import experiments as kx
 
@@ -42,7 +42,7 @@ def test_families_are_the_names_the_experiments_plot_together():
         "K-Vib samplers": set(kx.FIG2_SAMPLERS),
         "FedSUM methods": {*fx.MAIN_ALGORITHMS, *fx.FAMILY},
         "FedSUM patterns": {*fx.MAIN_PATTERNS, *fx.CASES},
-        "the field's policies": set(FIELD_POLICIES),
+        "the arena's policies": set(ARENA_FAMILY),
     }
     assert set(kx.GRID_SAMPLERS) <= families["K-Vib samplers"]
 

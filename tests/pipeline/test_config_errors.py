@@ -147,9 +147,10 @@ def test_a_read_only_cache_holding_every_result_is_still_read(tmp_path, monkeypa
 def committed_run_configs():
     """(folder, run configuration, whether the folder is that configuration's key) of every
     committed result made from a training run (FedSUM summaries wrap theirs in "run")."""
-    for path in sorted(COMMITTED.glob("*/result.json")):
-        config = json.loads(path.read_text())["config"]
-        if set(config) == set(runs._SECTIONS):
+    for path in sorted(COMMITTED.glob("*/result.json*")):  # .json.gz: compressed entries
+        config = cache._unseal(path)["config"]
+        sections = set(config)
+        if sections <= set(runs._SECTIONS) and set(runs._SECTIONS) - sections <= {"availability"}:
             yield path.parent.name, config, True
         elif "fedsum_summary" in config:
             yield path.parent.name, config["run"], False
