@@ -1,5 +1,11 @@
 """The arena's two tiers as configurations (issue 29): every policy under every availability model.
 
+MD sampling (Li et al.'s FedProx sampling, named so by Fraboni et al.: m draws with replacement
+with probabilities proportional to the clients' data sizes, each draw weighted 1/m) is exactly the
+AoI paper's Policy 2, ``probabilistic`` (w_i = l_i / m, l_i the draws of client i), so it takes
+part under that name; ``random`` (the AoI paper's Policy 1: m distinct clients uniformly, weights
+proportional to their sizes) is not MD sampling.
+
 Protocol. One task per tier, n = 100 clients holding Fashion-MNIST with Dirichlet(0.3) labels,
 m = 10 clients per round, K = 5 local SGD steps of batch 32, a constant learning rate, FedAvg
 with the ``weighted_delta`` aggregation (theta + sum_i w_i (theta_i - theta): FedAvg itself for

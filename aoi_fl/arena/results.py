@@ -79,8 +79,12 @@ def load(
     found, missing = cached_results(
         ex.grid(policies, availabilities, tier=tier, profile=profile), cache_dir=cache_dir
     )
-    rows = [run_row(r, tier, profile) for r in found]
-    return pd.DataFrame(rows), missing
+    return frame(found, tier, profile), missing
+
+
+def frame(results: Iterable[Any], tier: str, profile: str) -> pd.DataFrame:
+    """The metrics of finished runs (:func:`run_row` each), e.g. what ``run_grid`` returned."""
+    return pd.DataFrame([run_row(r, tier, profile) for r in results])
 
 
 def load_confirm(
