@@ -72,6 +72,8 @@ def check_markov_optimal_always(frame: pd.DataFrame, tier: str, profile: str) ->
     if s["n"] % s["m"] or s["rounds"] <= s["n"] // s["m"]:
         return False  # X not an integer, or no complete interval within the horizon
     rows = frame[(frame.availability == "always") & (frame.policy == "markov_optimal")]
+    if rows.empty:
+        return False  # nothing to check
     ratio = s["n"] // s["m"]
     if not (np.allclose(rows.interval_mean, ratio) and np.allclose(rows.interval_var, 0.0)):
         raise AssertionError(

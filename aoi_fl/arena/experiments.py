@@ -215,7 +215,7 @@ def screen_grid(profile: str = "cpu") -> list[dict[str, Any]]:
 
 def confirm_entrants(others: Sequence[str]) -> tuple[str, ...]:
     """The confirm tier's policies: the fixed entrants, then ``others`` (the screen's best)."""
-    return CONFIRM_FIXED + tuple(p for p in others if p not in CONFIRM_FIXED)
+    return tuple(dict.fromkeys((*CONFIRM_FIXED, *others)))  # in order, each once
 
 
 def confirm_models(availability: str) -> tuple[str, ...]:
