@@ -22,7 +22,8 @@ policies are compared by paired differences over seeds.
   paper profile), T = 300, the target 0.80.
 
 The screen's target and horizon were fixed from three pilot runs (seed 2, Bernoulli availability:
-uniform, Power-of-d-Choice, Clustered Sampling by similarity), before any policy was compared:
+uniform, Power-of-d-Choice, Clustered Sampling by similarity; seed 2 is one of the screen's ten,
+but no comparison was looked at), before any policy was compared:
 their test accuracy crossed 0.78 in rounds 31-40 and then levelled off at 0.80-0.83, where
 round-to-round noise (about 0.01) would make the first crossing of a higher target a matter of
 luck; 200 rounds leave five times the pilots' time to the target. The confirm tier's were fixed
@@ -124,6 +125,11 @@ TASKS: dict[str, dict[str, Any]] = {
 }
 #: local steps, batch size, Dirichlet concentration of the labels
 LOCAL_STEPS, BATCH_SIZE, ALPHA = 5, 32, 0.3
+#: the samples a participant's local steps visit in a round (Oort's |B_i|, rpow-d's loss)
+TRAINED_SAMPLES = LOCAL_STEPS * BATCH_SIZE
+#: the confirm tier's seeds start here: other partitions, models and availability traces than
+#: the screen's seeds 0, 1, ..., so that its runs did not take part in choosing its entrants
+CONFIRM_SEED0 = 1000
 #: samples per client on which Power-of-d-Choice measures a candidate's loss (cpow-d's estimate;
 #: the full local data on the screen's linear model, a subset on the CNN)
 PROBE_SAMPLES = {"screen": None, "confirm": 100}
@@ -145,7 +151,10 @@ def sampler_spec(policy: str, n: int, m: int, rounds: int, tier: str) -> dict[st
     if policy == "power_of_choice":
         return {"name": policy, "m": m, "d": min(2 * m, n), "probe_samples": PROBE_SAMPLES[tier]}
     if policy == "power_of_choice_stale":
-        return {"name": policy, "m": m, "d": min(2 * m, n)}
+        # rpow-d's stored loss: over as many samples as a participant's local steps visit
+        return {"name": policy, "m": m, "d": min(2 * m, n), "probe_samples": TRAINED_SAMPLES}
+    if policy == "oort":
+        return {"name": policy, "m": m, "trained_samples": TRAINED_SAMPLES}
     if policy.startswith("markov"):
         return {"name": policy, "m": m, "m_prime": 10}
     return {"name": policy, "m": m}
@@ -198,13 +207,15 @@ def grid(
     tier: str = "screen",
     profile: str = "cpu",
 ) -> list[dict[str, Any]]:
-    """Every (availability, policy, seed) run, seeds innermost so that finished seeds pair up."""
+    """Every (availability, policy, seed) run, seeds innermost so that finished seeds pair up;
+    the screen's seeds are 0, 1, ..., the confirm tier's :data:`CONFIRM_SEED0`, ...."""
     seeds = tier_settings(tier, profile)["seeds"]
+    first = CONFIRM_SEED0 if tier == "confirm" else 0
     return [
         config(policy, availability, seed, tier=tier, profile=profile)
         for availability in availabilities
         for policy in policies
-        for seed in range(seeds)
+        for seed in range(first, first + seeds)
     ]
 
 

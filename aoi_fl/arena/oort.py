@@ -6,10 +6,13 @@ Oort treats the clients as the arms of a bandit. Its pieces, and what is kept he
 
 * Statistical utility: U_i = |B_i| sqrt((1/|B_i|) sum_{k in B_i}
   Loss(k)^2), B_i the samples client i trained on when it last took part: the number of samples
-  times the root mean square of their losses (:func:`statistical_utility`). Approximation: here
-  |B_i| = d_i and the losses are those of the model the client received, on all its samples
-  (``loss_probe(ids, free=True)`` right after selection), not the losses logged during local
-  training.
+  times the root mean square of their losses (:func:`statistical_utility`). Here |B_i| =
+  min(d_i, ``trained_samples``), the samples a client's K local steps of batch B visit (the
+  arena passes K B), and the losses are those of the model the client received on a fixed seeded
+  subset of that many of its samples (``loss_probe(ids, trained_samples, free=True)`` right after
+  selection: as many losses as its training computes, so not counted as an extra evaluation),
+  not the losses logged during local training. With ``trained_samples=None``, |B_i| = d_i and
+  the losses cover all its samples.
 * Temporal uncertainty (Alg. 1): an explored client's utility gains sqrt(0.1 log R / L_i), R the
   current round and L_i the last round client i took part, both counted from 1
   (:func:`staleness_bonus`): a client left out for long gains. The authors' code first clips U at
@@ -54,7 +57,7 @@ from aoi_fl.core.selection import (
     check_available,
     sizes_key,
 )
-from aoi_fl.core.validation import require_n_m, require_real, require_sizes
+from aoi_fl.core.validation import require_int, require_n_m, require_real, require_sizes
 
 
 def statistical_utility(samples: Any, rms_loss: Any) -> np.ndarray:
@@ -94,8 +97,14 @@ class Oort(SeededSampler):
         epsilon_min: float = 0.2,
         cutoff: float = 0.95,
         clip_quantile: float = 0.95,
+        trained_samples: int | None = None,
     ) -> None:
         self.sizes = require_sizes("sizes", sizes)
+        self.trained_samples = (
+            None
+            if trained_samples is None
+            else require_int("trained_samples", trained_samples, minimum=1)
+        )
         n, self.m = require_n_m(self.sizes.size, m)
         self.epsilon = require_real("epsilon", epsilon, minimum=0.0, maximum=1.0)
         self.epsilon_decay = require_real(
@@ -168,19 +177,25 @@ class Oort(SeededSampler):
             return np.empty(0, dtype=np.int64)
         return self._rng.choice(ids, size=k, replace=False)
 
+    def batch_sizes(self, ids: np.ndarray) -> np.ndarray:
+        """|B_i|: the samples client i trains on in a round, min(d_i, ``trained_samples``)
+        (all d_i when ``trained_samples`` is None)."""
+        d = self.sizes[ids]
+        return d if self.trained_samples is None else np.minimum(d, self.trained_samples)
+
     def observe(self, ids: np.ndarray) -> None:
         """The participants' utility from the loss of the model they received (free: computed
         while they train) and the round they took part in."""
         if ids.size == 0:
             return
-        _, rms = self.loss_probe(ids, None, free=True)
+        _, rms = self.loss_probe(ids, self.trained_samples, free=True)
         rms = np.asarray(rms, dtype=float)
         if rms.shape != ids.shape or not np.all(np.isfinite(rms)) or (rms < 0).any():
             raise ValueError(
                 f"the loss probe must return one finite root-mean-square loss >= 0 per client "
                 f"of {ids.size}, got {rms!r}"
             )
-        self.utility[ids] = statistical_utility(self.sizes[ids], rms)
+        self.utility[ids] = statistical_utility(self.batch_sizes(ids), rms)
         self.last_round[ids] = self.round + 1
 
     def config(self) -> dict:
@@ -192,6 +207,7 @@ class Oort(SeededSampler):
             "epsilon_min": self.epsilon_min,
             "cutoff": self.cutoff,
             "clip_quantile": self.clip_quantile,
+            "trained_samples": self.trained_samples,
             "sizes": sizes_key(self.sizes),
         }
 

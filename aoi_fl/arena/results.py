@@ -13,7 +13,11 @@ A comparison of policy A against a reference R is the paired difference A - R ov
 same partition, initial model, batches and availability within a seed) with its 95% t interval,
 and a word: "better" or "worse" when the interval excludes 0, else "no difference detectable at
 this power" with the minimum detectable effect of those seeds
-(:func:`aoi_fl.pipeline.paired.minimum_detectable_effect`).
+(:func:`aoi_fl.pipeline.paired.minimum_detectable_effect`); a speed comparison in which some run
+never reached the target is "undecided" whatever its interval (the horizon, not the policies,
+set that run's value). Each comparison is at 95% on its own: the screen makes about a hundred of
+them, so a few "better" or "worse" words are expected by chance alone; it is exploratory, and the
+confirm tier (other seeds) is where its winners are tested.
 """
 
 from __future__ import annotations
@@ -39,8 +43,15 @@ MEASURES: dict[str, tuple[str, bool, str]] = {
     "final": ("final_accuracy", False, "final accuracy"),
     "worst": ("worst_clients_accuracy", False, "worst 10% clients' accuracy"),
 }
-#: the words of a comparison (the ledger's own words for a paired difference with no claimed size)
-WORDS = ("better", "worse", "no difference detectable at this power")
+#: the words of a comparison (the ledger's own words for a paired difference with no claimed size);
+#: the last when a run of the pair never reached the target: counting it at the horizon T biases
+#: the difference towards whichever side was censored, so such a pair decides nothing
+WORDS = (
+    "better",
+    "worse",
+    "no difference detectable at this power",
+    "undecided: runs censored at the horizon",
+)
 
 
 def run_row(result: Any, tier: str, profile: str) -> dict[str, Any]:
@@ -121,8 +132,8 @@ class Comparison:
         out = f"{self.mean:+.3g} [{self.low:+.3g}, {self.high:+.3g}] {self.word}"
         if self.word == WORDS[2]:
             out += f" (MDE {self.mde:.3g})"
-        if self.censored:
-            out += f"; {self.censored} censored run(s): a bound"
+        if self.censored and self.word != WORDS[3]:
+            out += f"; {self.censored} run(s) below the target at the end"
         return out
 
 
@@ -132,6 +143,11 @@ def compare(
     """The paired comparison of ``policy`` with ``reference`` on ``measure`` (one availability
     model's rows), over the seeds both have; None with fewer than 2 such seeds."""
     column, lower_better, _ = MEASURES[require_choice("measure", measure, MEASURES)]
+    if "availability" in frame and frame["availability"].nunique() > 1:
+        raise ValueError(
+            "compare pairs seeds of one availability model; got rows of "
+            f"{sorted(frame.availability.unique())}"
+        )
     a = frame[frame.policy == policy].set_index("seed")
     b = frame[frame.policy == reference].set_index("seed")
     seeds = a.index.intersection(b.index)
@@ -140,7 +156,9 @@ def compare(
     diff = (a.loc[seeds, column] - b.loc[seeds, column]).to_numpy(dtype=float)
     censored = int(a.loc[seeds, "censored"].sum() + b.loc[seeds, "censored"].sum())
     ci = paired_interval(diff)
-    if ci.low > 0 or ci.high < 0:
+    if censored and column == "rounds_to_target":
+        word = WORDS[3]
+    elif ci.low > 0 or ci.high < 0:
         word = WORDS[0] if (ci.high < 0) == lower_better else WORDS[1]
     else:
         word = WORDS[2]

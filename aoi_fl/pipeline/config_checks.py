@@ -283,10 +283,13 @@ def _sampler(spec: Mapping[str, Any], n_clients: int) -> None:
     )
 
 
-def check_availability_section(spec: Mapping[str, Any], n_clients: int | None = None) -> None:
-    """The availability section's model and options (a message that names the section)."""
+def check_availability_section(
+    spec: Mapping[str, Any], n_clients: int | None = None
+) -> dict[str, Any]:
+    """The availability section's model and options, checked (a message that names the
+    section); returns its canonical form (:func:`check_availability_spec`)."""
     try:
-        check_availability_spec(spec, n_clients)
+        return check_availability_spec(spec, n_clients)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"config section 'availability': {exc}") from exc
 

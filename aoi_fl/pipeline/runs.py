@@ -248,10 +248,12 @@ def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
     resolved = {s: dict(config[s]) for s in _SECTIONS if s not in _OPTIONAL_SECTIONS}
     resolved["training"] = {**copy.deepcopy(TRAINING_DEFAULTS), **training}
     if "availability" in config:
-        if config["availability"].get("name") == "always":
-            # nothing else to check, dropped
-            config_checks.check_availability_section(config["availability"])
-        else:
+        canonical = config_checks.check_availability_section(config["availability"])
+        if canonical["name"] == "trace":
+            # the file's content, not only its path, is part of the key: an edited trace file
+            # is another configuration (and a file that changed since is refused)
+            resolved["availability"] = {**config["availability"], "sha256": canonical["sha256"]}
+        elif canonical["name"] != "always":  # everyone available: the key of no section
             resolved["availability"] = dict(config["availability"])
     config_checks.check_config(resolved, DATASETS, PARTITIONS)
     return resolved

@@ -22,7 +22,7 @@ from aoi_fl.arena import results as ar
 from aoi_fl.core.seeding import generator
 from aoi_fl.pipeline.paired import minimum_detectable_effect, paired_interval
 
-BETTER, WORSE, NO_DIFFERENCE = ar.WORDS
+BETTER, WORSE, NO_DIFFERENCE, CENSORED = ar.WORDS
 
 
 def row(policy, seed, rounds=50, *, availability="bernoulli", censored=False, **extra):
@@ -162,8 +162,27 @@ def test_censored_runs_of_the_paired_seeds_are_counted():
     )
     c = ar.compare(frame, "oort", "uniform")
     assert c.n == 3 and c.censored == 2  # seed 9 is not paired
-    assert c.text().endswith("; 2 censored run(s): a bound")
+    # a run counted at the horizon decides nothing about speed, whatever the interval says
+    assert c.word == CENSORED and c.text().endswith(CENSORED)
     assert ar.compare(frame, "uniform", "oort").censored == 2
+    # an accuracy comparison of the same runs is decided as usual, and says how many were short
+    final = ar.compare(frame, "oort", "uniform", "final")
+    assert final.word != CENSORED and final.text().endswith(
+        "; 2 run(s) below the target at the end"
+    )
+
+
+def test_compare_refuses_rows_of_several_availability_models():
+    frame = pd.DataFrame(
+        [
+            row(p, s, 40 + s, availability=a)
+            for p in ("oort", "uniform")
+            for s in (0, 1)
+            for a in ("bernoulli", "diurnal")
+        ]
+    )
+    with pytest.raises(ValueError, match="one availability model; got rows of"):
+        ar.compare(frame, "oort", "uniform")
 
 
 def test_an_unknown_measure_is_refused_with_the_valid_ones():
@@ -202,7 +221,10 @@ def test_compare_is_the_paired_interval_of_the_differences(values, measure):
     assert c.n == ci.n == len(a) and c.censored == sum(censored)
     assert (c.mean, c.low, c.high) == pytest.approx((ci.mean, ci.low, ci.high), rel=1e-12)
     assert c.mde == pytest.approx(minimum_detectable_effect(ci.sd, ci.n), rel=1e-12)
-    assert c.word == word_rule(c.low, c.high, lower_better)
+    if measure == "rounds" and any(censored):
+        assert c.word == CENSORED
+    else:
+        assert c.word == word_rule(c.low, c.high, lower_better)
 
 
 @settings(max_examples=60, deadline=None)
@@ -282,7 +304,7 @@ def test_leaderboard_counts_seeds_and_censored_runs_and_says_when_unpaired():
     assert table["seeds"].to_dict() == {"oort": 1, "markov_optimal": 3, "uniform": 3}
     assert table["censored"].to_dict() == {"oort": 0, "markov_optimal": 0, "uniform": 3}
     assert table.loc["oort", "vs uniform"] == "fewer than 2 paired seeds"
-    assert table.loc["markov_optimal", "vs uniform"].endswith("3 censored run(s): a bound")
+    assert table.loc["markov_optimal", "vs uniform"].endswith(CENSORED)
 
 
 @settings(max_examples=25, deadline=None)
