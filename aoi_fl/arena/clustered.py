@@ -57,7 +57,6 @@ Ours, where the code leaves a case open or does not apply:
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from collections.abc import Mapping
@@ -67,7 +66,8 @@ import numpy as np
 from scipy.cluster.hierarchy import ClusterWarning, linkage
 from scipy.spatial.distance import cdist
 
-from aoi_fl.core.registry import Style, declare_options, register_sampler
+from aoi_fl.arena.policies import register_policy
+from aoi_fl.core.registry import Style
 from aoi_fl.core.selection import SeededSampler, Selection, check_available, sizes_key
 from aoi_fl.core.validation import require_choice, require_int, require_n_m, require_sizes
 
@@ -363,19 +363,7 @@ class ClusteredBySimilarity(ClusteredSampler):
         self._rng, self.round, self.updates, self._r = rng, round_, updates, r
 
 
-def _configured(
-    cls: type[ClusteredSampler], n: int, sizes: Any, **options: Any
-) -> ClusteredSampler:
-    sampler = cls(sizes, **options)
-    if sampler.n != n:
-        raise ValueError(f"sizes must have one entry per client (n={n}), got {sampler.n}")
-    return sampler
-
-
-_STYLES = {
-    ClusteredBySize: Style("Clustered sampling (Alg. 1, size)", "#1b7837", "H"),
-    ClusteredBySimilarity: Style("Clustered sampling (Alg. 2, similarity)", "#5aae61", "P"),
-}
-for _cls, _style in _STYLES.items():
-    _factory = declare_options(functools.partial(_configured, _cls), _cls)
-    register_sampler(_cls.name, _factory, _style, availability=True)
+register_policy(ClusteredBySize, Style("Clustered sampling (Alg. 1, size)", "#1b7837", "H"))
+register_policy(
+    ClusteredBySimilarity, Style("Clustered sampling (Alg. 2, similarity)", "#5aae61", "P")
+)

@@ -119,21 +119,22 @@ def _half_width(values: np.ndarray) -> float:
 
 
 def plot_differences(frame: pd.DataFrame, reference: str, measure: str = "rounds") -> plt.Figure:
-    """Every policy's paired difference from ``reference`` in ``measure`` per availability model,
-    with its 95% interval: left of 0 is fewer rounds (better) for a speed measure."""
+    """Every policy's paired difference from ``reference`` in ``measure``, one panel per
+    availability model, with its 95% interval: left of 0 is fewer rounds (better) for a speed
+    measure."""
     table = ar.comparisons(frame, measure)
     table = table[table.reference == reference]
     models = list(frame.availability.unique())
-    policies = sorted(set(table.policy), key=lambda p: ex.POLICIES.index(p))
-    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(policies) * len(models) + 1.0))
-    y = 0
-    ticks, names = [], []
-    for availability in models:
-        for policy in policies:
-            row = table[(table.availability == availability) & (table.policy == policy)]
-            if not row.empty:
-                r = row.iloc[0]
-                st = plotting.style(policy)
+    policies = sorted(set(table.policy), key=ex.POLICIES.index)
+    fig, axes = plt.subplots(
+        1, len(models), figsize=(2.6 * len(models) + 1.6, 0.3 * len(policies) + 1.2), sharey=True
+    )
+    axes = np.atleast_1d(axes)
+    for ax, availability in zip(axes, models, strict=True):
+        part = table[table.availability == availability].set_index("policy")
+        for y, policy in enumerate(policies):
+            if policy in part.index:
+                r, st = part.loc[policy], plotting.style(policy)
                 ax.errorbar(
                     r["mean"],
                     y,
@@ -142,13 +143,15 @@ def plot_differences(frame: pd.DataFrame, reference: str, measure: str = "rounds
                     marker=st.marker,
                     capsize=2,
                 )
-                ticks.append(y)
-                names.append(f"{availability} · {policy}")
-            y -= 1
-        y -= 1
-    ax.axvline(0.0, color="0.3", linewidth=0.8)
-    ax.set_yticks(ticks, names, fontsize="xx-small")
-    ax.set_xlabel(f"{ar.MEASURES[measure][2]}: policy - {reference} (mean, 95% paired interval)")
+        ax.axvline(0.0, color="0.3", linewidth=0.8)
+        ax.set_title(availability)
+        ax.set_xlabel(f"policy - {reference}")
+    axes[0].set_yticks(range(len(policies)), policies, fontsize="x-small")
+    axes[0].invert_yaxis()
+    fig.suptitle(
+        f"{ar.MEASURES[measure][2]}: paired difference from {reference} (mean, 95% interval)",
+        fontsize="medium",
+    )
     fig.tight_layout()
     return fig
 

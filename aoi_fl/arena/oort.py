@@ -49,7 +49,8 @@ from typing import Any
 
 import numpy as np
 
-from aoi_fl.core.registry import Style, declare_options, register_sampler
+from aoi_fl.arena.policies import register_policy
+from aoi_fl.core.registry import Style
 from aoi_fl.core.selection import (
     SeededSampler,
     Selection,
@@ -142,11 +143,7 @@ class Oort(SeededSampler):
 
     def sample(self, available: np.ndarray | None = None) -> Selection:
         available = check_available(available, self.n)
-        if self.loss_probe is None:
-            raise RuntimeError(
-                f"sampler {self.name!r} needs the clients' losses: set its loss_probe (the "
-                "trainer does so for samplers with wants_losses) before sample()"
-            )
+        self.require_loss_probe()
         pool = available_ids(available, self.n)
         total = min(self.m, pool.size)
         tried = self.last_round[pool] > 0
@@ -235,16 +232,4 @@ class Oort(SeededSampler):
         self.utility, self.last_round = utility, last.astype(np.int64)
 
 
-def _configured(n: int, sizes: Any, **options: Any) -> Oort:
-    sampler = Oort(sizes, **options)
-    if sampler.n != n:
-        raise ValueError(f"sizes must give one size per client (n={n}), got {sampler.n}")
-    return sampler
-
-
-register_sampler(
-    Oort.name,
-    declare_options(_configured, Oort),
-    Style("Oort (statistical utility)", "#01665e", "h"),
-    availability=True,
-)
+register_policy(Oort, Style("Oort (statistical utility)", "#01665e", "h"))

@@ -1,6 +1,15 @@
 """The field's policies that the arena adds to the papers' samplers, drawn together in figures."""
 
-from aoi_fl.core.registry import Style, register_family, register_style
+import functools
+from typing import Any
+
+from aoi_fl.core.registry import (
+    Style,
+    declare_options,
+    register_family,
+    register_sampler,
+    register_style,
+)
 
 #: registered by this package's modules (:data:`aoi_fl.arena.REGISTERS`), each from its own paper
 FIELD_POLICIES: tuple[str, ...] = (
@@ -18,3 +27,18 @@ register_style("uniform", Style("uniform", "#000000", "*"))
 #: the arena's own figure family: the field's policies and the uniform reference
 ARENA_FAMILY: tuple[str, ...] = ("uniform", *FIELD_POLICIES)
 register_family("the arena's policies", ARENA_FAMILY)
+
+
+def built(cls: type, n: int, sizes: Any, **options: Any) -> Any:
+    """A policy whose constructor takes the clients' data sizes, built for a configuration's n
+    clients (the sizes must give one per client)."""
+    sampler = cls(sizes, **options)
+    if sampler.n != n:
+        raise ValueError(f"sizes must give one size per client (n={n}), got {sampler.n}")
+    return sampler
+
+
+def register_policy(cls: type, style: Style) -> None:
+    """Register ``cls`` (built by :func:`built`, its options its constructor's) under its name."""
+    factory = declare_options(functools.partial(built, cls), cls)
+    register_sampler(cls.name, factory, style, availability=cls.availability_aware)

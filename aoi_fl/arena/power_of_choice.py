@@ -39,13 +39,13 @@ they select min(m, |A|) clients and never an unavailable one.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from aoi_fl.core.registry import Style, declare_options, register_sampler
+from aoi_fl.arena.policies import register_policy
+from aoi_fl.core.registry import Style
 from aoi_fl.core.selection import (
     SeededSampler,
     Selection,
@@ -87,11 +87,7 @@ class PowerOfChoice(SeededSampler):
 
     def sample(self, available: np.ndarray | None = None) -> Selection:
         available = check_available(available, self.n)
-        if self.loss_probe is None:
-            raise RuntimeError(
-                f"sampler {self.name!r} needs the clients' losses: set its loss_probe (the "
-                "trainer does so for samplers with wants_losses) before sample()"
-            )
+        self.require_loss_probe()
         candidates = self.candidates(available)
         ranking = np.argsort(-self.candidate_losses(candidates), kind="stable")
         ids = np.sort(candidates[ranking[: self.m]])
@@ -178,17 +174,7 @@ def probe_mean_losses(
     return mean
 
 
-def _configured(cls: type[PowerOfChoice], n: int, sizes: Any, **options: Any) -> PowerOfChoice:
-    sampler = cls(sizes, **options)
-    if sampler.n != n:
-        raise ValueError(f"sizes must give one size per client (n={n}), got {sampler.n}")
-    return sampler
-
-
-_STYLES = {
-    PowerOfChoice: Style("Power-of-d-Choice (pow-d)", "#7b3294", "d"),
-    PowerOfChoiceStale: Style("Power-of-d-Choice, stale losses (rpow-d)", "#c2a5cf", "8"),
-}
-for _cls, _style in _STYLES.items():
-    _factory = declare_options(functools.partial(_configured, _cls), _cls)
-    register_sampler(_cls.name, _factory, _style, availability=True)
+register_policy(PowerOfChoice, Style("Power-of-d-Choice (pow-d)", "#7b3294", "d"))
+register_policy(
+    PowerOfChoiceStale, Style("Power-of-d-Choice, stale losses (rpow-d)", "#c2a5cf", "8")
+)

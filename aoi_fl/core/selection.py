@@ -170,6 +170,15 @@ class Sampler(ABC):
     def sample(self) -> Selection:
         """Select the clients of the next round and their aggregation weights."""
 
+    def require_loss_probe(self) -> LossProbe:
+        """The loss probe a sampler with ``wants_losses`` needs before :meth:`sample`."""
+        if self.loss_probe is None:
+            raise RuntimeError(
+                f"sampler {self.name!r} needs the clients' losses: set its loss_probe (the "
+                "trainer does so for samplers with wants_losses) before sample()"
+            )
+        return self.loss_probe
+
     def feedback(self, ids: np.ndarray, values: np.ndarray) -> None:  # noqa: B027
         """Receive per-client feedback after a round (e.g. update norms); ignored by default."""
 

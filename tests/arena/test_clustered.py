@@ -538,5 +538,5 @@ def test_registered_availability_aware_and_built_from_a_configuration(cls):
     assert cls.wants_updates == (cls is ClusteredBySimilarity) and not cls.wants_losses
     sampler = SAMPLERS[cls.name](N, SIZES, m=3, seed=2)
     assert type(sampler) is cls and sampler.config()["m"] == 3
-    with pytest.raises(ValueError, match="one entry per client"):
+    with pytest.raises(ValueError, match="one size per client"):
         SAMPLERS[cls.name](N + 1, SIZES, m=3)
