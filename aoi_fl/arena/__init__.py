@@ -12,3 +12,5 @@ KEY = "arena"
 TITLE = "Selection arena (ours, not the papers')"
 REGISTERS: tuple[str, ...] = ("all_available", "power_of_choice", "clustered", "oort", "policies")
 CLAIMS = "claims"
+#: no paper of its own: no statements to sweep for the ledger's untested list
+SWEPT = False

@@ -48,6 +48,14 @@ def paper_titles() -> dict[str, str]:
     return {package.KEY: package.TITLE for package in packages}
 
 
+def swept_papers() -> set[str]:
+    """The keys of the packages that reproduce a paper, whose statements without a ledger row
+    are listed with a reason (``UNTESTED``); a package of our own findings (the arena) declares
+    ``SWEPT = False``."""
+    packages = [importlib.import_module(name) for name in paper_packages()]
+    return {package.KEY for package in packages if getattr(package, "SWEPT", True)}
+
+
 @functools.cache
 def load() -> tuple[ModuleType, ...]:
     """Import every paper package and its ``REGISTERS`` modules (once per process)."""
