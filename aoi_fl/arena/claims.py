@@ -67,9 +67,8 @@ def _faster(
     )
 
 
-def screen_claims(profile: str, results_dir: str) -> list[Claim]:
-    """The screen's rows (module docstring)."""
-    frame, _ = ar.load("screen", profile, cache_dir=results_dir)
+def screen_claims(frame: pd.DataFrame) -> list[Claim]:
+    """The screen's rows (module docstring), from its runs' metrics (:func:`results.load`)."""
     target = ex.TASKS["screen"]["target"]
     rows = []
     for availability in ex.AVAILABILITY:
@@ -104,10 +103,12 @@ def screen_claims(profile: str, results_dir: str) -> list[Claim]:
     return rows
 
 
-def confirm_claims(profile: str, results_dir: str) -> list[Claim]:
+def confirm_claims(
+    screen: pd.DataFrame, missing: int, profile: str, results_dir: str
+) -> list[Claim]:
     """The confirm tier's rows: every entrant against uniform on its two availability models
-    (nothing until the screen is complete: its choices define the tier)."""
-    screen, missing = ar.load("screen", profile, cache_dir=results_dir)
+    (nothing until the screen, ``missing`` runs short, is complete: its choices define the
+    tier)."""
     if missing or not len(screen):
         return []
     others, where = ar.best_others(screen), ar.most_separating(screen)
@@ -137,7 +138,8 @@ def claims(profile: str = "cpu", *, results_dir: str = "results", data_root: str
     """Every row of the arena, from ``profile``'s cached runs."""
     del data_root
     profile = require_choice("profile", profile, PROFILES)
-    return screen_claims(profile, results_dir) + confirm_claims(profile, results_dir)
+    screen, missing = ar.load("screen", profile, cache_dir=results_dir)  # read once, used twice
+    return screen_claims(screen) + confirm_claims(screen, missing, profile, results_dir)
 
 
 def verdict_lines(notebook: str, profile: str = "cpu", *, results_dir: str = "results"):
