@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -58,9 +59,15 @@ def train_client(
 
 
 def client_app(
-    config: dict[str, Any], data_root: str = "data", threads: int = 1, shipped: tuple = ()
+    config: dict[str, Any] | Callable[[Context], dict[str, Any]],
+    data_root: str | Callable[[Context], str] = "data",
+    threads: int = 1,
+    shipped: tuple = (),
 ) -> ClientApp:
     """A ClientApp for ``config`` (a run configuration of :mod:`aoi_fl.pipeline.runs`).
+
+    ``config`` and ``data_root`` may instead be functions of the node's ``Context`` (a Flower
+    App reads them from its run configuration, which reaches the node with every message).
 
     Each client trains with ``threads`` torch threads (set on every training message: Flower
     reuses processes): a convolution's sums are split by thread, so the in-process trainer
@@ -83,8 +90,8 @@ def client_app(
         sent = message.content[CONFIG]
         client = client_index(context)
         params, size = train_client(
-            config,
-            data_root,
+            config(context) if callable(config) else config,
+            data_root(context) if callable(data_root) else data_root,
             client,
             int(sent["round"]),
             float(sent["lr"]),

@@ -43,6 +43,49 @@ def _arrays(params: dict[str, torch.Tensor]) -> ArrayRecord:
     return ArrayRecord({k: Array(v.detach().cpu().numpy()) for k, v in params.items()})
 
 
+def serve(
+    grid: Grid,
+    server: FederatedTrainer,
+    *,
+    on_failure: str = "renormalise",
+    timeout: float = 600.0,
+) -> FlowerRun:
+    """A ServerApp's whole job for the run of ``server`` (an in-process trainer built from the
+    run's configuration, :func:`aoi_fl.pipeline.runs.build_trainer`, whose rounds are not run):
+    :class:`SamplerStrategy` over the ``grid``'s nodes for ``training.rounds`` rounds, the
+    reported model evaluated centrally every ``eval_every`` rounds and after the last one.
+    ``timeout``: the seconds a round waits for its replies (and the start for its nodes)."""
+    strategy = SamplerStrategy.from_trainer(server, on_failure)
+    rounds, every = server.settings.rounds, server.settings.eval_every
+    evaluations: dict[str, list] = {"eval_round": [], "test_loss": [], "test_accuracy": []}
+
+    def evaluate(server_round: int, arrays: ArrayRecord) -> MetricRecord | None:
+        if server_round % every and server_round != rounds:
+            return None
+        server.params = {k: torch.from_numpy(v.numpy().copy()) for k, v in arrays.items()}
+        loss, accuracy = server.evaluate()
+        evaluations["eval_round"].append(server_round)
+        evaluations["test_loss"].append(loss)
+        evaluations["test_accuracy"].append(accuracy)
+        return MetricRecord({"test_loss": loss, "test_accuracy": accuracy or 0.0})
+
+    initial = _arrays(server.params)
+    result = strategy.start(
+        grid=grid,
+        initial_arrays=initial,
+        num_rounds=rounds,
+        timeout=timeout,
+        train_config=ConfigRecord(),
+        evaluate_fn=evaluate,
+    )
+    # Flower keeps the last aggregated model: none if no round aggregated anything
+    server.params = {
+        k: torch.from_numpy(v.numpy().copy()) for k, v in (result.arrays or initial).items()
+    }
+    final = {k: v.detach().cpu().numpy().copy() for k, v in server.reported_params().items()}
+    return FlowerRun({**copy.deepcopy(strategy.history), **evaluations}, final)
+
+
 def run_flower(
     config: dict[str, Any],
     *,
@@ -67,36 +110,14 @@ def run_flower(
     # refused here, before anything starts, when it cannot)
     shipped = plugins.shipped([resolved], by_value=True)
     server = build_trainer(resolved, data_root, device="cpu")
-    strategy = SamplerStrategy.from_trainer(server, on_failure)
-    rounds, every = server.settings.rounds, server.settings.eval_every
-    evaluations: dict[str, list] = {"eval_round": [], "test_loss": [], "test_accuracy": []}
-    final: dict[str, np.ndarray] = {}
-
-    def evaluate(server_round: int, arrays: ArrayRecord) -> MetricRecord | None:
-        if server_round % every and server_round != rounds:
-            return None
-        server.params = {k: torch.from_numpy(v.numpy().copy()) for k, v in arrays.items()}
-        loss, accuracy = server.evaluate()
-        evaluations["eval_round"].append(server_round)
-        evaluations["test_loss"].append(loss)
-        evaluations["test_accuracy"].append(accuracy)
-        return MetricRecord({"test_loss": loss, "test_accuracy": accuracy or 0.0})
+    SamplerStrategy.from_trainer(server, on_failure)  # refuses what cannot run before Ray starts
+    done: list[FlowerRun] = []
 
     app = ServerApp()
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
-        initial = _arrays(server.params)
-        result = strategy.start(
-            grid=grid,
-            initial_arrays=initial,
-            num_rounds=rounds,
-            timeout=timeout,
-            train_config=ConfigRecord(),
-            evaluate_fn=evaluate,
-        )
-        # Flower keeps the last aggregated model: none if no round aggregated anything
-        final.update({k: v.numpy().copy() for k, v in (result.arrays or initial).items()})
+        done.append(serve(grid, server, on_failure=on_failure, timeout=timeout))
 
     init_args: dict[str, Any] = {"num_cpus": num_cpus, "include_dashboard": False}
     if quiet:
@@ -117,9 +138,9 @@ def run_flower(
         )
     finally:
         flwr_logger.setLevel(level)
-    if not final:
+    if not done:
         raise RuntimeError("the Flower simulation ended without a result (see its log above)")
-    return FlowerRun({**copy.deepcopy(strategy.history), **evaluations}, final)
+    return done[0]
 
 
 def agreement(run: FlowerRun, trainer: FederatedTrainer) -> dict[str, bool]:
