@@ -1,21 +1,32 @@
 """Federated optimisation methods on the common trainer: what a client does, what the server does.
 
-An :class:`Algorithm` is one method with its whole state. Per round t the trainer
+An :class:`Algorithm` is one method, written as its two sides so that a federation can run
+them apart (:mod:`aoi_fl.flower`: the client side on the nodes, the server side in the
+strategy) and the in-process trainer can run both, the same code either way. Per round t
 
-1. asks it for the selected clients' starting parameters and per-round client state
-   (:meth:`Algorithm.client_start`; FedAvg: the global model, no state);
-2. runs their local steps through a local-training engine (:mod:`aoi_fl.core.engines`), moving the
-   parameters with :meth:`Algorithm.local_step` (FedAvg: plain SGD; control-variate methods add
-   their correction, and may accumulate e.g. the sum of the gradients in the client state);
-3. hands the outcome (:class:`ClientUpdates`) to :meth:`Algorithm.aggregate`, which returns the
-   new global model and updates the server's and the clients' persistent state.
+1. the server sends each selected client the global model and :meth:`Algorithm.server_message`
+   (FedAvg: nothing more; FedSUM: its aggregate y; SCAFFOLD: its control variate c);
+2. each client starts from :meth:`Algorithm.client_begin` (FedAvg: the global model, no
+   per-round state), given what it was sent and its own persistent state (FedSUM: h_i,
+   SCAFFOLD: c_i; :meth:`Algorithm.client_state` before its first round), and runs its local
+   steps through a local-training engine (:mod:`aoi_fl.core.engines`), moving the parameters
+   with :meth:`Algorithm.local_step` (FedAvg: plain SGD; control-variate methods add their
+   correction, and may accumulate e.g. the sum of the gradients in the per-round state);
+3. :meth:`Algorithm.client_end` gives what the client uploads besides its model and its new
+   persistent state, and :meth:`Algorithm.server_update` forms the new global model from the
+   uploads and updates the server's state.
+
+Every operation of the client side is elementwise per client, so a client alone (a Flower
+node) computes bit for bit what the trainer computes for it among several; sums over clients
+happen on the server side only, in the order of the selected ids.
 
 What is evaluated and returned after a round is :meth:`Algorithm.reported_params` of the global
 model: the global model itself, or e.g. the average of the global models of all rounds so far
 (FedAvg with ``average=True``: the output of the agnostic-FedAvg paper's Algorithm 1, line 12).
 
-State that persists across rounds (per-client tables, server aggregates) lives in the algorithm
-object and is checkpointed through ``state_dict``/``load_state_dict`` (tensors only).
+In process the clients' persistent states are the rows of one table (:class:`ClientTable`) in
+the algorithm object, beside the server's state; both are checkpointed through
+``state_dict``/``load_state_dict`` (tensors only).
 :attr:`Algorithm.communication` counts the model-size vectors each active client receives and
 sends per round, for plots against communication.
 
@@ -91,25 +102,61 @@ def update_norms(global_params: Params, updates: ClientUpdates) -> np.ndarray:
     return sq.sqrt().cpu().numpy()
 
 
-class Algorithm:
-    """Base class: FedAvg's client side (plain SGD from the global model) and no state.
+class ClientTable:
+    """The clients' persistent states in one process: a row per client of each tensor of
+    :meth:`Algorithm.client_state` (every row starts as that state)."""
 
-    Subclasses override :meth:`aggregate` and, where the method needs them, :meth:`setup`,
-    :meth:`client_start`, :meth:`local_step` and the state methods.
+    def __init__(self, n_clients: int, initial: Params) -> None:
+        self.rows = {
+            k: v.unsqueeze(0).repeat(n_clients, *([1] * v.dim())).contiguous()
+            for k, v in initial.items()
+        }
+
+    def get(self, ids: np.ndarray) -> Params:
+        """Copies of the rows of ``ids`` (client axis first, in the order of ``ids``)."""
+        idx = torch.as_tensor(np.asarray(ids, dtype=np.int64))
+        return {k: v.index_select(0, idx.to(v.device)) for k, v in self.rows.items()}
+
+    def put(self, ids: np.ndarray, rows: Params) -> None:
+        """Set the rows of ``ids`` to ``rows`` (stacked in the order of ``ids``)."""
+        idx = torch.as_tensor(np.asarray(ids, dtype=np.int64))
+        for k, v in self.rows.items():
+            v.index_copy_(0, idx.to(v.device), rows[k].to(v.dtype))
+
+
+class Algorithm:
+    """Base class: FedAvg's client side (plain SGD from the global model), no client state.
+
+    Subclasses override :meth:`server_update` and, where the method needs them, the other
+    methods of the two sides (module docstring) and :meth:`server_state`. :meth:`setup`,
+    :meth:`client_start` and :meth:`aggregate` run both sides in one process (the trainer's).
     """
 
     name = "algorithm"
     #: model-size vectors (received, sent) per active client and round
     communication: tuple[int, int] = (1, 1)
+    clients: ClientTable | None = None
 
-    def setup(self, n_clients: int, global_params: Params) -> None:  # noqa: B027
-        """Allocate per-client and server state; called once, before round 0."""
+    def setup(self, n_clients: int, global_params: Params) -> None:
+        """Allocate the clients' table and the server's state; called once, before round 0
+        (subclasses with server state extend it)."""
+        initial = self.client_state(global_params)
+        self.clients = ClientTable(n_clients, initial) if initial else None
 
-    def client_start(
-        self, t: int, ids: np.ndarray, global_params: Params, lr: float
+    # -- the client's side -------------------------------------------------------------------
+
+    def client_state(self, global_params: Params) -> Params:
+        """A client's persistent state before its first round (tensors without a client axis;
+        ``global_params`` is the initial model x^(0)); default none."""
+        return {}
+
+    def client_begin(
+        self, t: int, lr: float, count: int, global_params: Params, sent: Params, own: Params
     ) -> tuple[Params, dict[str, torch.Tensor]]:
-        """Starting parameters of the selected clients (stacked) and their per-round state."""
-        return stack(global_params, len(ids)), {}
+        """``count`` clients' starting parameters and per-round state (both stacked), from the
+        global model, what the server sent them (:meth:`server_message`) and their persistent
+        states ``own`` (stacked); default the global model, no state."""
+        return stack(global_params, count), {}
 
     def local_step(
         self, params: Params, grads: Params, lr: float, state: dict[str, torch.Tensor]
@@ -117,8 +164,24 @@ class Algorithm:
         """One local step on client-stacked ``params`` (in place); default plain SGD."""
         sgd_step(params, grads, lr, state)
 
-    def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
-        """The new global parameters (must not modify ``global_params`` in place)."""
+    def client_end(self, updates: ClientUpdates, own: Params) -> tuple[Params, Params]:
+        """(what each client uploads besides its model, its new persistent state), stacked in
+        the order of ``updates.ids``; default nothing, the state unchanged."""
+        return {}, own
+
+    # -- the server's side -------------------------------------------------------------------
+
+    def server_message(self, t: int, ids: np.ndarray, global_params: Params, lr: float) -> Params:
+        """What the server sends the clients ``ids`` besides the global model (stacked in the
+        order of ``ids``); default nothing."""
+        return {}
+
+    def server_update(
+        self, global_params: Params, updates: ClientUpdates, upload: Params
+    ) -> Params:
+        """The new global parameters from the clients' models (``updates``, whose ``start`` is
+        the global model) and uploads; updates the server's state (must not modify
+        ``global_params`` in place)."""
         raise NotImplementedError
 
     def reported_params(self, global_params: Params) -> Params:
@@ -126,8 +189,32 @@ class Algorithm:
         kept as a run's final model); default the global model itself."""
         return global_params
 
-    def state_dict(self) -> dict[str, torch.Tensor]:
+    def server_state(self) -> dict[str, torch.Tensor]:
+        """The server's state (live tensors), for checkpoints; default none."""
         return {}
+
+    # -- both sides in one process -----------------------------------------------------------
+
+    def _own(self, ids: np.ndarray) -> Params:
+        return {} if self.clients is None else self.clients.get(ids)
+
+    def client_start(
+        self, t: int, ids: np.ndarray, global_params: Params, lr: float
+    ) -> tuple[Params, dict[str, torch.Tensor]]:
+        """Starting parameters of the selected clients (stacked) and their per-round state."""
+        sent = self.server_message(t, ids, global_params, lr)
+        return self.client_begin(t, lr, len(ids), global_params, sent, self._own(ids))
+
+    def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
+        """The clients' ends of the round, then the server's (:meth:`server_update`)."""
+        upload, own = self.client_end(updates, self._own(updates.ids))
+        if self.clients is not None and updates.ids.size:
+            self.clients.put(updates.ids, own)
+        return self.server_update(global_params, updates, upload)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        rows = {} if self.clients is None else self.clients.rows
+        return {**{f"clients.{k}": v for k, v in rows.items()}, **self.server_state()}
 
     def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
         expected = set(self.state_dict())
@@ -197,6 +284,7 @@ class FedAvg(Algorithm):
         self._count = torch.zeros((), dtype=torch.float64)
 
     def setup(self, n_clients: int, global_params: Params) -> None:
+        super().setup(n_clients, global_params)
         if self.average:
             device = device_of(global_params)
             self._sum = {
@@ -216,7 +304,9 @@ class FedAvg(Algorithm):
         """The w_i of the selected clients: the sampler's (subclasses may replace them)."""
         return updates.weights
 
-    def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
+    def server_update(
+        self, global_params: Params, updates: ClientUpdates, upload: Params
+    ) -> Params:
         new = self._aggregate(global_params, updates)
         if self.average:
             for k, v in new.items():
@@ -240,7 +330,7 @@ class FedAvg(Algorithm):
             return global_params
         return {k: (s / self._count).to(global_params[k].dtype) for k, s in self._sum.items()}
 
-    def state_dict(self) -> dict[str, torch.Tensor]:
+    def server_state(self) -> dict[str, torch.Tensor]:
         if not self.average:
             return {}
         return {

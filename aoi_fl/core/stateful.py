@@ -3,6 +3,8 @@
 - :class:`LatestTable`: the latest vector each client sent (a table with one row per client)
   and the running sum of the rows. FedSUM's (h_i, y = sum_i h_i), SCAFFOLD's (c_i, N c), MIFA's
   and FedVARP's tables of the clients' latest updates, and FedAWE's local models are all this.
+- :func:`zeros64`: a client's float64 vector that starts at zero (FedSUM's h_i, SCAFFOLD's
+  c_i, before the client's first round).
 - :class:`MeanGradientClient`: the client side of methods that transmit the mean of their K
   local gradients (FedSUM family eqs 5 and 8, SCAFFOLD's new control variate). The gradients are
   summed during the local steps and the mean is sent as such: recovering it from the model
@@ -76,6 +78,21 @@ class LatestTable:
         return out
 
 
+def zeros64(like: Params, prefix: str) -> Params:
+    """A float64 zero tensor per parameter, named ``prefix.<parameter>``."""
+    return {
+        f"{prefix}.{k}": torch.zeros(v.shape, dtype=torch.float64, device=v.device)
+        for k, v in like.items()
+    }
+
+
+def named(params: Params, prefix: str) -> Params:
+    """The tensors of ``params`` named ``prefix.<parameter>``, without the prefix."""
+    return {
+        k.removeprefix(f"{prefix}."): v for k, v in params.items() if k.startswith(f"{prefix}.")
+    }
+
+
 def require_server_lr(value: float) -> float:
     """The server learning rate eta_g > 0."""
     return require_real("server_lr", value, minimum=0.0, strict_minimum=True)
@@ -93,12 +110,11 @@ class MeanGradientClient(Algorithm):
     gradient_scale: float = 1.0
 
     def start_from_global(
-        self, ids: np.ndarray, global_params: Params, correction: Params | None
+        self, count: int, global_params: Params, correction: Params | None
     ) -> tuple[Params, dict[str, torch.Tensor]]:
-        """:meth:`client_start`'s answer: every client starts from the global model, with
+        """:meth:`client_begin`'s answer: every client starts from the global model, with
         zeroed gradient sums (float64) and its correction c_i (model dtype) as per-round state.
         """
-        count = len(ids)
         state = {
             f"grad_sum.{k}": torch.zeros((count, *v.shape), dtype=torch.float64, device=v.device)
             for k, v in global_params.items()

@@ -43,13 +43,17 @@ import torch
 
 from aoi_fl.core.algorithms import ClientUpdates
 from aoi_fl.core.registry import PALETTE, Style, register_algorithm
-from aoi_fl.core.stateful import LatestTable, MeanGradientClient, require_server_lr
-from aoi_fl.core.tensors import Params, client_index, device_of, moved, stack
+from aoi_fl.core.stateful import MeanGradientClient, named, require_server_lr, zeros64
+from aoi_fl.core.tensors import Params, device_of, moved
 from aoi_fl.core.validation import require_int
 
 
 class _FedSUMFamily(MeanGradientClient):
-    """The common server (Alg. 1 line 13, Alg. 2 line 14, Alg. 3 line 15) and client table h_i."""
+    """The common server (Alg. 1 line 13, Alg. 2 line 14, Alg. 3 line 15) and client state h_i.
+
+    Client i keeps h_i and uploads delta_i = u_i - h_i (Alg. 1 lines 10-11); the server keeps
+    only y = sum_i h_i (eq. 7) and moves it by the deltas it receives.
+    """
 
     def __init__(self, local_steps: int, server_lr: float = 1.0) -> None:
         self.local_steps = require_int("local_steps", local_steps, minimum=1)
@@ -57,14 +61,24 @@ class _FedSUMFamily(MeanGradientClient):
 
     def setup(self, n_clients: int, global_params: Params) -> None:
         self.n = require_int("n_clients", n_clients, minimum=1)
-        self.h = LatestTable(self.n, global_params)
+        super().setup(n_clients, global_params)
+        self.y = {
+            k: torch.zeros_like(v) for k, v in named(self.client_state(global_params), "h").items()
+        }
 
-    @property
-    def y(self) -> Params:
-        """The server aggregate y = sum_i h_i (eq. 7)."""
-        return self.h.total
+    def client_state(self, global_params: Params) -> Params:
+        return zeros64(global_params, "h")
 
-    def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
+    def client_end(self, updates: ClientUpdates, own: Params) -> tuple[Params, Params]:
+        u = self.mean_gradients(updates)
+        h = named(own, "h")
+        # delta_i = u_i - h_i and h_i <- u_i: Alg. 1 lines 10-11 (and Algs 2-3's)
+        delta = {f"delta.{k}": v - h[k] for k, v in u.items()}
+        return delta, {**own, **{f"h.{k}": v for k, v in u.items()}}
+
+    def server_update(
+        self, global_params: Params, updates: ClientUpdates, upload: Params
+    ) -> Params:
         if updates.ids.size:
             steps = np.unique(updates.steps)
             if steps.tolist() != [self.local_steps]:
@@ -73,13 +87,13 @@ class _FedSUMFamily(MeanGradientClient):
                     f"took {steps.tolist()} steps; set TrainSettings.local_steps to "
                     f"{self.local_steps}"
                 )
-            # h_i <- u_i and y <- y + sum_i (u_i - h_i): Alg. 1 lines 10-13 (and Algs 2-3's)
-            self.h.replace(updates.ids, self.mean_gradients(updates))
+            for k, d in named(upload, "delta").items():  # y <- y + sum_i delta_i (line 13)
+                self.y[k] += d.sum(dim=0)
         step = self.server_lr * updates.lr * self.local_steps / self.n
         return moved(global_params, self.y, -step)
 
-    def state_dict(self) -> dict[str, torch.Tensor]:
-        return self.h.state_dict("h")
+    def server_state(self) -> dict[str, torch.Tensor]:
+        return {f"y.{k}": v for k, v in self.y.items()}
 
     def config(self) -> dict:
         return {"name": self.name, "local_steps": self.local_steps, "server_lr": self.server_lr}
@@ -92,14 +106,15 @@ class FedSUMB(_FedSUMFamily):
     communication = (1, 1)
     gradient_scale = 0.0
 
-    def client_start(
-        self, t: int, ids: np.ndarray, global_params: Params, lr: float
+    def client_begin(
+        self, t: int, lr: float, count: int, global_params: Params, sent: Params, own: Params
     ) -> tuple[Params, dict[str, torch.Tensor]]:
-        return self.start_from_global(ids, global_params, None)
+        return self.start_from_global(count, global_params, None)
 
 
 class FedSUM(_FedSUMFamily):
-    """FedSUM (Alg. 2): local steps x <- x - (eta_l/N)(g + y_i), y_i = y - h_i; 2 down, 1 up."""
+    """FedSUM (Alg. 2): local steps x <- x - (eta_l/N)(g + y_i), y_i = y - h_i; 2 down, 1 up
+    (the server sends y with the model)."""
 
     name = "fedsum"
     communication = (2, 1)
@@ -108,59 +123,57 @@ class FedSUM(_FedSUMFamily):
         super().setup(n_clients, global_params)
         self.gradient_scale = 1.0 / self.n
 
-    def client_start(
-        self, t: int, ids: np.ndarray, global_params: Params, lr: float
+    def server_message(self, t: int, ids: np.ndarray, global_params: Params, lr: float) -> Params:
+        return {f"y.{k}": v.expand(len(ids), *v.shape) for k, v in self.y.items()}
+
+    def client_begin(
+        self, t: int, lr: float, count: int, global_params: Params, sent: Params, own: Params
     ) -> tuple[Params, dict[str, torch.Tensor]]:
-        h = self.h.get(ids)
+        y, h = named(sent, "y"), named(own, "h")
         # the step's correction term (eta_l/N) y_i, with y_i = y^{(t-1)} - h_i^{(t)} (eq. 9)
-        correction = {k: (self.y[k] - h[k]) / self.n for k in h}
-        return self.start_from_global(ids, global_params, correction)
+        correction = {k: (y[k] - h[k]) / self.n for k in h}
+        return self.start_from_global(count, global_params, correction)
 
 
 class FedSUMCR(FedSUM):
     """FedSUM-CR (Alg. 3): FedSUM's local steps, y_i rebuilt locally (eq. 11); 1 down, 1 up.
 
     Client i keeps z_i (the model it last received, x^{(0)} at first) and a_i (the round it
-    was last active, -1 at first) besides h_i.
+    was last active, -1 at first) besides h_i; the server sends only the model.
     """
 
     name = "fedsum_cr"
     communication = (1, 1)
 
-    def setup(self, n_clients: int, global_params: Params) -> None:
-        super().setup(n_clients, global_params)
-        self.z = stack(global_params, self.n)
-        self.last = torch.full((self.n,), -1, dtype=torch.int64, device=device_of(global_params))
+    def client_state(self, global_params: Params) -> Params:
+        return {
+            **super().client_state(global_params),
+            **{f"z.{k}": v.detach().clone() for k, v in global_params.items()},
+            "last": torch.tensor(-1, dtype=torch.int64, device=device_of(global_params)),
+        }
 
-    def client_start(
-        self, t: int, ids: np.ndarray, global_params: Params, lr: float
+    def server_message(self, t: int, ids: np.ndarray, global_params: Params, lr: float) -> Params:
+        return {}
+
+    def client_begin(
+        self, t: int, lr: float, count: int, global_params: Params, sent: Params, own: Params
     ) -> tuple[Params, dict[str, torch.Tensor]]:
-        idx = client_index(ids, self.last.device)
-        h = self.h.get(ids)
-        gap = (t - self.last.index_select(0, idx)).to(torch.float64)
+        h, z = named(own, "h"), named(own, "z")
+        gap = (t - own["last"]).to(torch.float64)
         # (eta_l/N) y_i with y_i from line 6: N (z_i - x) / (eta_g eta_l K (t - a_i)) - h_i
         coef = 1.0 / (self.server_lr * lr * self.local_steps * gap)
         correction = {}
         for k, x in global_params.items():
-            drift = self.z[k].index_select(0, idx).to(torch.float64) - x.to(torch.float64)
+            drift = z[k].to(torch.float64) - x.to(torch.float64)
             correction[k] = coef.view(-1, *([1] * x.dim())) * drift - h[k] / self.n
-        return self.start_from_global(ids, global_params, correction)
+        return self.start_from_global(count, global_params, correction)
 
-    def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
-        new = super().aggregate(global_params, updates)
-        if updates.ids.size:
-            idx = client_index(updates.ids, self.last.device)
-            for k, x in global_params.items():  # z_i <- x^{(t)}, a_i <- t (line 12)
-                self.z[k].index_copy_(0, idx, x.expand(idx.numel(), *x.shape))
-            self.last.index_fill_(0, idx, updates.t)
-        return new
-
-    def state_dict(self) -> dict[str, torch.Tensor]:
-        return {
-            **super().state_dict(),
-            **{f"z.{k}": v for k, v in self.z.items()},
-            "last": self.last,
-        }
+    def client_end(self, updates: ClientUpdates, own: Params) -> tuple[Params, Params]:
+        delta, own = super().client_end(updates, own)
+        # z_i <- x^{(t)} (the model the client started from) and a_i <- t (line 12)
+        z = {f"z.{k}": v.clone() for k, v in updates.start.items()}
+        last = torch.full_like(own["last"], updates.t)
+        return delta, {**own, **z, "last": last}
 
 
 register_algorithm("fedsum_b", FedSUMB, Style("FedSUM-B", PALETTE[9], "P"))

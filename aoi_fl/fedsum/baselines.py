@@ -20,7 +20,7 @@ import torch
 
 from aoi_fl.core.algorithms import Algorithm, ClientUpdates
 from aoi_fl.core.registry import PALETTE, Style, register_algorithm
-from aoi_fl.core.stateful import LatestTable, MeanGradientClient, require_server_lr
+from aoi_fl.core.stateful import LatestTable, MeanGradientClient, named, require_server_lr, zeros64
 from aoi_fl.core.tensors import (
     Params,
     cast_like,
@@ -36,10 +36,12 @@ from aoi_fl.core.validation import require_int, require_real
 class Scaffold(MeanGradientClient):
     """SCAFFOLD (Karimireddy et al. 2020, option II) in the single-upload form (Huang et al.).
 
-    Local steps x <- x - eta_l (g - c_i + c); the client sends delta_i = u_i - c_i with u_i the
-    mean of its K_i gradients (the new c_i, summed exactly, see :mod:`aoi_fl.core.stateful`).
-    Server: x <- x - eta_g eta_l (1/|S|) sum_i K_i (c + delta_i) (= x + eta_g mean_i Delta x_i) and
-    c <- c + (1/N) sum_i delta_i, i.e. c stays the mean of the c_i.
+    Client i keeps c_i; the server keeps the sum of the c_i (so c = their mean) and sends c
+    with the model. Local steps x <- x - eta_l (g - c_i + c); the client uploads
+    delta_i = u_i - c_i with u_i the mean of its K_i gradients (the new c_i, summed exactly, see
+    :mod:`aoi_fl.core.stateful`). Server: x <- x - eta_g eta_l (1/|S|) sum_i K_i (c + delta_i)
+    (= x + eta_g mean_i Delta x_i) and c <- c + (1/N) sum_i delta_i, i.e. c stays the mean of
+    the c_i.
     """
 
     name = "scaffold"
@@ -49,27 +51,49 @@ class Scaffold(MeanGradientClient):
         self.server_lr = require_server_lr(server_lr)
 
     def setup(self, n_clients: int, global_params: Params) -> None:
-        self.controls = LatestTable(n_clients, global_params)
+        self.n = require_int("n_clients", n_clients, minimum=1)
+        super().setup(n_clients, global_params)
+        self.total = {
+            k: torch.zeros_like(v) for k, v in named(self.client_state(global_params), "c").items()
+        }
 
-    def client_start(
-        self, t: int, ids: np.ndarray, global_params: Params, lr: float
+    @property
+    def c(self) -> Params:
+        """The server's control variate c = (1/N) sum_i c_i."""
+        return {k: v / self.n for k, v in self.total.items()}
+
+    def client_state(self, global_params: Params) -> Params:
+        return zeros64(global_params, "c")
+
+    def server_message(self, t: int, ids: np.ndarray, global_params: Params, lr: float) -> Params:
+        return {f"c.{k}": v.expand(len(ids), *v.shape) for k, v in self.c.items()}
+
+    def client_begin(
+        self, t: int, lr: float, count: int, global_params: Params, sent: Params, own: Params
     ) -> tuple[Params, dict[str, torch.Tensor]]:
-        c, c_i = self.controls.mean(), self.controls.get(ids)
+        c, c_i = named(sent, "c"), named(own, "c")
         correction = {k: c[k] - c_i[k] for k in c}
-        return self.start_from_global(ids, global_params, correction)
+        return self.start_from_global(count, global_params, correction)
 
-    def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
+    def client_end(self, updates: ClientUpdates, own: Params) -> tuple[Params, Params]:
+        u, c_i = self.mean_gradients(updates), named(own, "c")
+        delta = {f"delta.{k}": v - c_i[k] for k, v in u.items()}
+        return delta, {f"c.{k}": v for k, v in u.items()}
+
+    def server_update(
+        self, global_params: Params, updates: ClientUpdates, upload: Params
+    ) -> Params:
         if updates.ids.size == 0:
             return global_params
-        c = self.controls.mean()
-        u = self.mean_gradients(updates)
-        old = self.controls.replace(updates.ids, u)
-        steps = torch.as_tensor(updates.steps, dtype=torch.float64, device=self.controls.device)
-        moves = {k: steps.view(-1, *([1] * v.dim())) * (v + u[k] - old[k]) for k, v in c.items()}
+        c, delta = self.c, named(upload, "delta")
+        for k, d in delta.items():
+            self.total[k] += d.sum(dim=0)
+        steps = torch.as_tensor(updates.steps, dtype=torch.float64, device=device_of(c))
+        moves = {k: steps.view(-1, *([1] * v.dim())) * (v + delta[k]) for k, v in c.items()}
         return moved(global_params, mean_over_clients(moves), -self.server_lr * updates.lr)
 
-    def state_dict(self) -> dict[str, torch.Tensor]:
-        return self.controls.state_dict("c")
+    def server_state(self) -> dict[str, torch.Tensor]:
+        return {f"c_sum.{k}": v for k, v in self.total.items()}
 
     def config(self) -> dict:
         return {"name": self.name, "server_lr": self.server_lr}
@@ -82,9 +106,10 @@ class _LatestUpdates(Algorithm):
         self.server_lr = require_server_lr(server_lr)
 
     def setup(self, n_clients: int, global_params: Params) -> None:
+        super().setup(n_clients, global_params)
         self.table = LatestTable(n_clients, global_params)
 
-    def state_dict(self) -> dict[str, torch.Tensor]:
+    def server_state(self) -> dict[str, torch.Tensor]:
         return self.table.state_dict("updates")
 
     def config(self) -> dict:
@@ -100,7 +125,9 @@ class MIFA(_LatestUpdates):
 
     name = "mifa"
 
-    def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
+    def server_update(
+        self, global_params: Params, updates: ClientUpdates, upload: Params
+    ) -> Params:
         if updates.ids.size:
             self.table.replace(updates.ids, updates.deltas())
         return moved(global_params, self.table.mean(), self.server_lr)
@@ -114,7 +141,9 @@ class FedVARP(_LatestUpdates):
 
     name = "fedvarp"
 
-    def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
+    def server_update(
+        self, global_params: Params, updates: ClientUpdates, upload: Params
+    ) -> Params:
         if updates.ids.size == 0:
             return global_params
         mean_old = self.table.mean()
@@ -140,6 +169,7 @@ class FedAU(Algorithm):
         self.server_lr = require_server_lr(server_lr)
 
     def setup(self, n_clients: int, global_params: Params) -> None:
+        super().setup(n_clients, global_params)
         self.n = n_clients
         self.device = device_of(global_params)
         self.absent = torch.zeros(n_clients, dtype=torch.int64, device=self.device)
@@ -159,7 +189,9 @@ class FedAU(Algorithm):
         self.interval_count += closed.to(torch.int64)
         self.absent = torch.where(closed, 0, self.absent + 1)
 
-    def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
+    def server_update(
+        self, global_params: Params, updates: ClientUpdates, upload: Params
+    ) -> Params:
         active = torch.zeros(self.n, dtype=torch.bool, device=self.device)
         new = global_params
         if updates.ids.size:
@@ -171,7 +203,7 @@ class FedAU(Algorithm):
         self._record(active)
         return new
 
-    def state_dict(self) -> dict[str, torch.Tensor]:
+    def server_state(self) -> dict[str, torch.Tensor]:
         return {
             "absent": self.absent,
             "interval_sum": self.interval_sum,
@@ -190,7 +222,9 @@ class FedAWE(Algorithm):
     Delta_i = x~_i - x_i. If S_t is not empty the server forms
     x^{(t+1)} = (1/|S|) sum_{i in S} x_i + eta_g clip((1/|S|) sum_{i in S} e_i Delta_i) (the
     reference code clips the echoed innovation to norm ``clip`` = 0.5; None: no clip) and sends
-    it to the active clients (x_i <- x^{(t+1)}). The model this method reports (and the trainer
+    it to the active clients (x_i <- x^{(t+1)}). The server keeps every x_i (it sent them, and
+    reports their mean), so here it sends a client its x_i when the client is next selected:
+    the same one model down per participation, and the clients keep no state of their own. The model this method reports (and the trainer
     evaluates) is the mean of all N local models, as in the reference code and FedAWE's
     analysis; it is what :meth:`aggregate` returns.
     """
@@ -202,13 +236,20 @@ class FedAWE(Algorithm):
         self.clip = None if clip is None else require_real("clip", clip, minimum=0.0)
 
     def setup(self, n_clients: int, global_params: Params) -> None:
+        super().setup(n_clients, global_params)
         self.local = LatestTable(n_clients, global_params, initial=global_params)
         self.echo = torch.ones(n_clients, dtype=torch.float64, device=device_of(global_params))
 
-    def client_start(
-        self, t: int, ids: np.ndarray, global_params: Params, lr: float
+    def _stale(self, ids: np.ndarray, global_params: Params) -> Params:
+        return cast_like(self.local.get(ids), global_params)
+
+    def server_message(self, t: int, ids: np.ndarray, global_params: Params, lr: float) -> Params:
+        return {f"x.{k}": v for k, v in self._stale(ids, global_params).items()}
+
+    def client_begin(
+        self, t: int, lr: float, count: int, global_params: Params, sent: Params, own: Params
     ) -> tuple[Params, dict[str, torch.Tensor]]:
-        return cast_like(self.local.get(ids), global_params), {}
+        return {k: v.clone() for k, v in named(sent, "x").items()}, {}
 
     def _clipped(self, v: Params) -> Params:
         if self.clip is None:
@@ -217,19 +258,24 @@ class FedAWE(Algorithm):
         scale = min(1.0, self.clip / norm) if norm > 0 else 1.0
         return {k: x * scale for k, x in v.items()}
 
-    def aggregate(self, global_params: Params, updates: ClientUpdates) -> Params:
+    def server_update(
+        self, global_params: Params, updates: ClientUpdates, upload: Params
+    ) -> Params:
         idx = client_index(updates.ids, self.echo.device)
         if idx.numel():
+            # the clients started from their stale models, which the server sent (its table)
+            start = self._stale(updates.ids, global_params)
+            deltas = {k: v - start[k] for k, v in updates.params.items()}
             echo = self.echo.index_select(0, idx) / idx.numel()
-            innovation = self._clipped(mean_over_clients(updates.deltas(), echo))
-            gossip = mean_over_clients(updates.start)
+            innovation = self._clipped(mean_over_clients(deltas, echo))
+            gossip = mean_over_clients(start)
             server = cast_like(moved(gossip, innovation, self.server_lr), global_params)
             self.local.replace(updates.ids, stack(server, idx.numel()))
         self.echo += 1
         self.echo[idx] = 1
         return cast_like(self.local.mean(), global_params)
 
-    def state_dict(self) -> dict[str, torch.Tensor]:
+    def server_state(self) -> dict[str, torch.Tensor]:
         return {**self.local.state_dict("local"), "echo": self.echo}
 
     def config(self) -> dict:

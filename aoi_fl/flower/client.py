@@ -2,35 +2,77 @@
 
 Every node reads its client index from its node configuration (``partition-id``, which Flower's
 simulation sets to 0..n-1) and answers :class:`~aoi_fl.flower.strategy.SamplerStrategy`'s index
-query with it. A training message carries the global parameters, the round index t and the
-learning rate; the client runs exactly the local steps the in-process trainer would run for it
-in round t (:meth:`~aoi_fl.core.train.FederatedTrainer.client_schedule`: mini-batches drawn from
-a generator derived from (seed, t, client), never from global random state, since Flower reuses
-one process for many virtual clients) and replies with its parameters and its data size.
+query with it. A training message carries the global parameters, the round index t, the
+learning rate and what the run's algorithm sends besides the model; the client runs the
+client side of the algorithm (:class:`aoi_fl.core.algorithms.Algorithm`): it begins from what
+it was sent and its own persistent state, runs exactly the local steps the in-process trainer
+would run for it in round t (:meth:`~aoi_fl.core.train.FederatedTrainer.client_schedule`:
+mini-batches drawn from a generator derived from (seed, t, client), never from global random
+state, since Flower reuses one process for many virtual clients), and replies with its
+parameters, its upload, its steps and its data size.
+
+**The node's state.** What the algorithm keeps on a client between its rounds (FedSUM's h_i,
+FedSUM-CR's z_i and a_i, SCAFFOLD's c_i) lives in the node's ``context.state``, which Flower
+keeps from round to round; a client not selected for a while keeps it unchanged, as the
+algorithm defines. A node started with ``--node-config "state-dir='<dir>'"`` also writes it
+to ``<dir>/client-<i>.npz`` after every round it trains, so that a node that restarts (a
+fresh ``context.state``) resumes from it. A restarted node without that copy cannot rebuild
+a state only it held: its reply is an error naming what it lost (the strategy's
+``on_failure`` decides), never a silent reset to the initial state; the server tells it
+whether it has trained before (``seen``).
+
+**Availability.** Asked whether it takes part in round t, the node answers from the run's
+availability model (:mod:`aoi_fl.core.availability`, built from the same configuration and
+seed): an unavailable node declines with an error reply.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
-from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.app import (
+    Array,
+    ArrayRecord,
+    ConfigRecord,
+    Context,
+    Error,
+    Message,
+    MetricRecord,
+    RecordDict,
+)
 from flwr.clientapp import ClientApp
 
-from aoi_fl.core.tensors import stack
+from aoi_fl.core.algorithms import ClientUpdates
 from aoi_fl.core.train import FederatedTrainer
 from aoi_fl.core.validation import require_int
-from aoi_fl.flower.strategy import ARRAYS, CONFIG, INDEX_QUERY, METRICS
+from aoi_fl.flower.strategy import (
+    ARRAYS,
+    AVAILABILITY_QUERY,
+    CONFIG,
+    EXTRA,
+    INDEX_QUERY,
+    METRICS,
+)
 from aoi_fl.pipeline import plugins
+
+#: the node's persistent state in ``context.state``
+STATE = "aoi_fl_client_state"
 
 
 @functools.lru_cache(maxsize=2)
 def _trainer(config_json: str, data_root: str) -> FederatedTrainer:
-    # one per process and configuration: the data, partition and model are built once per
-    # Ray actor, which then trains many virtual clients
+    # one per process and configuration: the data, partition, model and algorithm are built
+    # once per Ray actor, which then trains many virtual clients. Its algorithm object is used
+    # for its client-side methods only, which read no table of the trainer: a client's state
+    # comes from its node (module docstring).
     from aoi_fl.pipeline.runs import build_trainer
 
     return build_trainer(json.loads(config_json), data_root, device="cpu")
@@ -46,16 +88,94 @@ def client_index(context: Context) -> int:
     return int(context.node_config["partition-id"])
 
 
+def _state_file(context: Context, client: int) -> Path | None:
+    folder = context.node_config.get("state-dir")
+    return None if not folder else Path(str(folder)) / f"client-{client}.npz"
+
+
+def load_state(
+    trainer: FederatedTrainer, context: Context, client: int, seen: bool
+) -> dict[str, torch.Tensor]:
+    """The client's persistent state: the node's, else its copy on disk (a restarted node),
+    else the algorithm's initial state if the client has never trained (module docstring)."""
+    if STATE in context.state:
+        return {k: torch.from_numpy(v.numpy().copy()) for k, v in context.state[STATE].items()}
+    initial = trainer.algorithm.client_state(trainer.params)
+    path = _state_file(context, client)
+    if path is not None and path.exists():
+        with np.load(path) as saved:
+            return {k: torch.from_numpy(saved[k].copy()) for k in initial}
+    if seen and initial:
+        raise RuntimeError(
+            f"client {client} has trained before but its node lost its state "
+            f"({', '.join(sorted(initial))}) and has no copy on disk: "
+            f"{trainer.algorithm.name} cannot rebuild it (start the node with "
+            "--node-config \"state-dir='<dir>'\" to keep it across restarts)"
+        )
+    return initial
+
+
+def save_state(context: Context, client: int, own: dict[str, torch.Tensor]) -> None:
+    """Keep ``own`` in the node's state, and on disk when the node has a state folder
+    (written whole, then renamed: a node killed while writing keeps its previous copy)."""
+    if not own:
+        return
+    arrays = {k: v.detach().cpu().numpy() for k, v in own.items()}
+    context.state[STATE] = ArrayRecord({k: Array(v) for k, v in arrays.items()})
+    path = _state_file(context, client)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial.npz")
+        np.savez(partial, **arrays)
+        os.replace(partial, path)
+
+
+@dataclass(frozen=True)
+class ClientRound:
+    """One client's round: its parameters, upload and persistent state after its local
+    steps (without client axis), its step count and data size."""
+
+    params: dict[str, torch.Tensor]
+    upload: dict[str, torch.Tensor]
+    own: dict[str, torch.Tensor]
+    steps: int
+    size: int
+
+
 def train_client(
-    config: dict[str, Any], data_root: str, client: int, t: int, lr: float, arrays: ArrayRecord
-) -> tuple[dict[str, torch.Tensor], int]:
-    """Client ``client``'s parameters after its local steps of round t from ``arrays``, and its
-    data size (what the in-process trainer computes for it)."""
+    config: dict[str, Any],
+    data_root: str,
+    client: int,
+    t: int,
+    lr: float,
+    arrays: ArrayRecord,
+    sent: dict[str, torch.Tensor] | None = None,
+    own: dict[str, torch.Tensor] | None = None,
+) -> ClientRound:
+    """Client ``client``'s round t from the global model ``arrays``, what the server ``sent``
+    besides it and the client's persistent state ``own`` (None: its initial state): what the
+    in-process trainer computes for it."""
     trainer = _trainer(json.dumps(config, sort_keys=True), data_root)
+    algorithm = trainer.algorithm
     params = {k: torch.from_numpy(v.numpy().copy()) for k, v in arrays.items()}
+    own = algorithm.client_state(trainer.params) if own is None else own
+    one = {k: v[None] for k, v in own.items()}
+    start, state = algorithm.client_begin(
+        t, lr, 1, params, {k: v[None] for k, v in (sent or {}).items()}, one
+    )
     schedule = trainer.client_schedule(t, client)
-    out = trainer.local(stack(params, 1), trainer.data.train, [schedule], lr)
-    return {k: v[0] for k, v in out.items()}, len(trainer.data.partition[client])
+    out = trainer.local(start, trainer.data.train, [schedule], lr, algorithm.local_step, state)
+    ids = np.array([client], dtype=np.int64)
+    steps = np.array([len(schedule)], dtype=np.int64)
+    updates = ClientUpdates(t, lr, ids, np.ones(1), start, out, state, steps)
+    upload, new = algorithm.client_end(updates, one)
+    return ClientRound(
+        {k: v[0] for k, v in out.items()},
+        {k: v[0] for k, v in upload.items()},
+        {k: v[0] for k, v in new.items()},
+        int(steps[0]),
+        len(trainer.data.partition[client]),
+    )
 
 
 def client_app(
@@ -68,7 +188,6 @@ def client_app(
 
     ``config`` and ``data_root`` may instead be functions of the node's ``Context`` (a Flower
     App reads them from its run configuration, which reaches the node with every message).
-
     Each client trains with ``threads`` torch threads (set on every training message: Flower
     reuses processes): a convolution's sums are split by thread, so the in-process trainer
     gives the same bits only with the same thread count (the grids' workers use 1).
@@ -78,27 +197,63 @@ def client_app(
     threads = require_int("threads", threads, minimum=1)
     app = ClientApp()
 
+    def settings(context: Context) -> tuple[dict[str, Any], str]:
+        plugins.install(shipped)
+        return (
+            config(context) if callable(config) else config,
+            data_root(context) if callable(data_root) else data_root,
+        )
+
     @app.query(INDEX_QUERY)
     def index(message: Message, context: Context) -> Message:
         answer = ConfigRecord({"partition-id": client_index(context)})
         return Message(RecordDict({CONFIG: answer}), reply_to=message)
 
+    @app.query(AVAILABILITY_QUERY)
+    def available(message: Message, context: Context) -> Message:
+        run_config, root = settings(context)
+        trainer = _trainer(json.dumps(run_config, sort_keys=True), root)
+        client, t = client_index(context), int(message.content[CONFIG]["round"])
+        model = trainer.availability
+        if model is not None and not bool(model.mask(t)[client]):
+            return Message(
+                Error(code=0, reason=f"client {client} is unavailable in round {t}"),
+                reply_to=message,
+            )
+        return Message(RecordDict({CONFIG: ConfigRecord({"available": True})}), reply_to=message)
+
     @app.train()
     def train(message: Message, context: Context) -> Message:
-        plugins.install(shipped)
+        run_config, root = settings(context)
         torch.set_num_threads(threads)
         sent = message.content[CONFIG]
         client = client_index(context)
-        params, size = train_client(
-            config(context) if callable(config) else config,
-            data_root(context) if callable(data_root) else data_root,
+        trainer = _trainer(json.dumps(run_config, sort_keys=True), root)
+        own = load_state(trainer, context, client, bool(sent.get("seen", False)))
+        extra = message.content[EXTRA] if EXTRA in message.content else None
+        result = train_client(
+            run_config,
+            root,
             client,
             int(sent["round"]),
             float(sent["lr"]),
             message.content[ARRAYS],
+            None
+            if extra is None
+            else {k: torch.from_numpy(v.numpy().copy()) for k, v in extra.items()},
+            own,
         )
-        arrays = ArrayRecord({k: Array(v.numpy()) for k, v in params.items()})
-        metrics = MetricRecord({"num-examples": size, "client": client})
-        return Message(RecordDict({ARRAYS: arrays, METRICS: metrics}), reply_to=message)
+        save_state(context, client, result.own)
+        content = RecordDict(
+            {
+                ARRAYS: ArrayRecord({k: Array(v.numpy()) for k, v in result.params.items()}),
+                METRICS: MetricRecord(
+                    {"num-examples": result.size, "client": client, "steps": result.steps}
+                ),
+            }
+        )
+        if result.upload:
+            content[EXTRA] = ArrayRecord({k: Array(v.numpy()) for k, v in result.upload.items()})
+        return Message(content, reply_to=message)
 
     return app

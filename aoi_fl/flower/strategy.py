@@ -9,26 +9,45 @@ from run to run. :class:`SamplerStrategy` instead
 2. each round asks the sampler for a :class:`~aoi_fl.core.selection.Selection` and sends
    training messages to exactly the selected clients' nodes, with the round index t and the
    learning rate eta_t;
-3. aggregates the replies sorted by client index (Flower delivers them in completion order),
-   in float64, with the selection's weights, through the in-process trainer's own FedAvg
-   (:class:`aoi_fl.core.algorithms.FedAvg`): ``weighted_sum`` theta = sum_i w_i theta_i (eq. 15
-   of the AoI paper), or ``weighted_delta`` theta = theta + eta_g sum_i w_i (theta_i - theta)
-   (unbiased estimators whose weights do not sum to one); given the same client models, the
-   aggregate is the trainer's bit for bit;
+3. runs the server's side of the run's algorithm (:class:`aoi_fl.core.algorithms.Algorithm`):
+   what it sends each selected client besides the model (FedSUM's y, SCAFFOLD's c, FedAWE's
+   stale model) and, on the replies sorted by client index (Flower delivers them in completion
+   order), its server update: FedAvg's weighted sums (eq. 15 of the AoI paper, or the
+   unbiased estimators' ``weighted_delta``), the agnostic and weighted FedAvg, the averaged
+   iterate, MIFA's and FedVARP's tables, FedAU's weights, FedSUM's y; the algorithm object
+   holds the server's state. The nodes keep their own persistent state (FedSUM's h_i, SCAFFOLD's
+   c_i, :mod:`aoi_fl.flower.client`); given the same client models the update is the
+   trainer's bit for bit;
 4. passes the update norms ||theta_i - theta||_2 back to the sampler, as the in-process
    trainer does, and records ``selected``, ``weights``, ``update_norms`` and ``lr`` per round in
    the trainer's form (:data:`aoi_fl.core.train.HISTORY_KEYS`), so the participation
    statistics, delays and skews of the project apply to a Flower run unchanged.
 
-An empty selection sends nothing and keeps the model. A failed reply (an error message, or no
-reply before the timeout) is handled by ``on_failure``: ``"renormalise"`` scales the surviving
-weights to the selection's total, ``"drop"`` keeps the weights and counts the failed client's
-update as zero (the model it was sent), ``"error"`` raises. Failed clients are recorded per round
+An empty selection sends nothing; the server's update still runs (FedSUM and MIFA step with
+their aggregates in every round, FedAU counts the absence), as in the trainer. A failed reply
+(an error message, or no reply before the timeout) is handled by ``on_failure``:
+``"renormalise"`` scales the surviving weights to the selection's total, ``"drop"`` keeps the
+weights and counts the failed client's update as zero (the model it was sent) under
+``weighted_sum``, ``"error"`` raises naming how many clients were expected and how many
+answered. The methods that do not aggregate with the selection's weights (SCAFFOLD, MIFA, ...)
+treat a failed client as one that was not selected. Failed clients are recorded per round
 (``failed``) and get no feedback.
+
+Nothing waits for ever: the node map waits at most ``timeout`` seconds for the n nodes to
+connect and then fails naming how many were expected and how many came; every round waits at
+most ``timeout`` seconds for its replies.
+
+**Availability as node behaviour.** With an availability model
+(:mod:`aoi_fl.core.availability`), each round starts by asking every node whether it can take
+part; a node that is unavailable in round t (by the model, from the run's configuration)
+declines, and one that does not answer before the timeout counts as unavailable too. The
+sampler (availability aware, as in the trainer) draws among those that accepted, and the round
+records ``available``: the in-process trainer's mask, when the nodes follow the same model.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from logging import INFO
 
@@ -47,17 +66,19 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from flwr.supercore import log
 
-from aoi_fl.core.algorithms import ClientUpdates, FedAvg, update_norms
-from aoi_fl.core.selection import Sampler
+from aoi_fl.core.algorithms import Algorithm, ClientUpdates, FedAvg, update_norms
+from aoi_fl.core.selection import Sampler, check_available_selection
 from aoi_fl.core.tensors import stack
-from aoi_fl.core.train import FederatedTrainer
-from aoi_fl.core.validation import require_choice
+from aoi_fl.core.train import AVAILABILITY_KEY, FederatedTrainer
+from aoi_fl.core.validation import require_choice, require_real
 
 #: what a failed reply does to the round (module docstring)
 ON_FAILURE = ("renormalise", "drop", "error")
-#: the query action a node answers with its client index (``partition-id``)
-INDEX_QUERY = "aoi_fl_index"
-ARRAYS, CONFIG, METRICS = "arrays", "config", "metrics"
+#: the query actions a node answers: its client index (``partition-id``), and whether it can
+#: take part in a round
+INDEX_QUERY, AVAILABILITY_QUERY = "aoi_fl_index", "aoi_fl_available"
+#: a message's records: the model, what the algorithm adds to it (both ways), the settings
+ARRAYS, EXTRA, CONFIG, METRICS = "arrays", "extra", "config", "metrics"
 
 
 def node_map(answers: Mapping[int, object], n: int) -> dict[int, int]:
@@ -86,21 +107,29 @@ def _tensors(record: ArrayRecord) -> dict[str, torch.Tensor]:
     return {k: torch.from_numpy(v.numpy().copy()) for k, v in record.items()}
 
 
+def _rows(record: RecordDict | None, key: str) -> dict[str, torch.Tensor]:
+    return {} if record is None or key not in record else _tensors(record[key])
+
+
 class SamplerStrategy(Strategy):
-    """Select with ``sampler``, aggregate with the selection's weights (module docstring).
+    """Select with ``sampler``, run ``algorithm``'s server side (module docstring).
 
     ``lr_schedule`` maps the round index t = 0, 1, ... to the clients' learning rate, sent with
-    every training message (``config["lr"]``, with ``config["round"]`` = t).
+    every training message (``config["lr"]``, with ``config["round"]`` = t). ``algorithm``
+    (default FedAvg's eq. 15) is set up from the initial model when the run starts; the
+    clients must run the same algorithm (:func:`aoi_fl.flower.client.client_app` builds it
+    from the same configuration). ``availability``: the model the nodes follow, or None when
+    every node takes part in every round (no availability queries).
     """
 
     def __init__(
         self,
         sampler: Sampler,
         lr_schedule: Callable[[int], float],
+        algorithm: Algorithm | None = None,
         *,
-        aggregation: str = "weighted_sum",
-        server_lr: float = 1.0,
         on_failure: str = "renormalise",
+        availability: bool = False,
     ) -> None:
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be an aoi_fl Sampler, got {type(sampler).__name__}")
@@ -109,48 +138,92 @@ class SamplerStrategy(Strategy):
                 f"sampler {sampler.name!r} needs every client's update before it draws "
                 "(full information), which a Flower round does not provide"
             )
-        self.sampler = sampler
-        self.lr_schedule = lr_schedule
-        # FedAvg's two rules, as the in-process trainer aggregates (it checks the options)
-        self.rule = FedAvg(aggregation=aggregation, server_lr=server_lr)
-        self.aggregation, self.server_lr = self.rule.aggregation, self.rule.server_lr
+        if sampler.wants_losses:
+            raise ValueError(
+                f"sampler {sampler.name!r} probes the clients' losses before it draws, which "
+                "this strategy does not ask the nodes for"
+            )
+        algorithm = FedAvg() if algorithm is None else algorithm
+        if not isinstance(algorithm, Algorithm):
+            raise TypeError(
+                f"algorithm must be an aoi_fl Algorithm, got {type(algorithm).__name__}"
+            )
+        if availability and not sampler.availability_aware:
+            raise ValueError(
+                f"sampler {sampler.name!r} cannot select under an availability model "
+                "(it is not availability aware)"
+            )
+        self.sampler, self.lr_schedule, self.algorithm = sampler, lr_schedule, algorithm
         self.on_failure = require_choice("on_failure", on_failure, ON_FAILURE)
+        self.availability = bool(availability)
         self.nodes: dict[int, int] | None = None  # client index -> node id
         self.history: dict[str, list] = {
             key: [] for key in ("lr", "selected", "weights", "update_norms", "failed")
         }
+        if self.availability:
+            self.history[AVAILABILITY_KEY] = []
+        self.seen: set[int] = set()  # clients whose training reply arrived
         self._round: dict | None = None
+        self._timeout: float | None = None
 
     @classmethod
     def from_trainer(cls, trainer: FederatedTrainer, on_failure: str = "renormalise"):
-        """The strategy of an in-process trainer's run: its sampler, learning-rate schedule and
-        FedAvg rule. Other algorithms (client state, averaged iterates, projections) are refused."""
-        rule = trainer.algorithm
-        if type(rule) is not FedAvg or rule.options():
-            raise ValueError(
-                f"training.algorithm {rule.config()} does not run in Flower: only 'fedavg' with "
-                "an aggregation ('weighted_sum' or 'weighted_delta') and a server_lr"
-            )
+        """The strategy of an in-process trainer's run: its sampler, learning-rate schedule,
+        algorithm (the same object: it holds the server's state) and availability."""
+        if trainer.settings.full_information:
+            raise ValueError("the full_information mode trains every client: not in Flower")
         return cls(
             trainer.sampler,
             trainer.lr_schedule,
-            aggregation=rule.aggregation,
-            server_lr=rule.server_lr,
+            trainer.algorithm,
             on_failure=on_failure,
+            availability=trainer.availability is not None,
+        )
+
+    def start(
+        self,
+        grid: Grid,
+        initial_arrays: ArrayRecord,
+        num_rounds: int = 3,
+        timeout: float = 3600,
+        **kwargs,
+    ):
+        """Flower's loop (:meth:`flwr.serverapp.strategy.Strategy.start`), after setting the
+        algorithm up from the initial model; ``timeout`` also bounds the wait for the nodes."""
+        self._timeout = require_real("timeout", timeout, minimum=0.0, strict_minimum=True)
+        self.algorithm.setup(self.sampler.n, _tensors(initial_arrays))
+        return super().start(
+            grid=grid,
+            initial_arrays=initial_arrays,
+            num_rounds=num_rounds,
+            timeout=timeout,
+            **kwargs,
         )
 
     # -- the node map ------------------------------------------------------------------------
 
+    def _connected(self, grid: Grid, timeout: float | None) -> list[int]:
+        """The node ids, once n have connected; an error after ``timeout`` seconds otherwise."""
+        n = self.sampler.n
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            node_ids = sorted(grid.get_node_ids())
+            if len(node_ids) >= n:
+                return node_ids
+            if deadline is None or time.monotonic() >= deadline:
+                raise RuntimeError(
+                    f"expected {n} nodes (one per client), {len(node_ids)} connected within "
+                    f"{timeout} s (timeout)"
+                )
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+
     def map_nodes(self, grid: Grid, timeout: float | None = None) -> dict[int, int]:
         """Ask every node for its client index (once per strategy) and check the map."""
         if self.nodes is None:
-            node_ids = sorted(grid.get_node_ids())
+            timeout = self._timeout if timeout is None else timeout
+            node_ids = self._connected(grid, timeout)
             query = [
-                Message(
-                    content=RecordDict({CONFIG: ConfigRecord({"ask": "partition-id"})}),
-                    message_type=f"{MessageType.QUERY}.{INDEX_QUERY}",
-                    dst_node_id=node,
-                )
+                self._query(node, INDEX_QUERY, ConfigRecord({"ask": "partition-id"}))
                 for node in node_ids
             ]
             answers = {}
@@ -160,9 +233,34 @@ class SamplerStrategy(Strategy):
                     raise RuntimeError(f"node {node} did not answer the index query: {reply.error}")
                 answers[node] = reply.content[CONFIG]["partition-id"]
             if silent := sorted(set(node_ids) - set(answers)):
-                raise RuntimeError(f"nodes {silent} did not answer the index query")
+                raise RuntimeError(
+                    f"expected {len(node_ids)} nodes to answer the index query, {len(answers)} "
+                    f"did within {timeout} s; silent: {silent}"
+                )
             self.nodes = node_map(answers, self.sampler.n)
         return self.nodes
+
+    @staticmethod
+    def _query(node: int, action: str, config: ConfigRecord) -> Message:
+        return Message(
+            content=RecordDict({CONFIG: config}),
+            message_type=f"{MessageType.QUERY}.{action}",
+            dst_node_id=node,
+        )
+
+    def available(self, grid: Grid, t: int) -> np.ndarray:
+        """Round t's availability mask: the clients whose nodes accepted the round in time."""
+        nodes = self.map_nodes(grid)
+        asked = [
+            self._query(nodes[i], AVAILABILITY_QUERY, ConfigRecord({"round": t}))
+            for i in range(self.sampler.n)
+        ]
+        client_of = {v: k for k, v in nodes.items()}
+        mask = np.zeros(self.sampler.n, dtype=bool)
+        for reply in grid.send_and_receive(asked, timeout=self._timeout):
+            if not reply.has_error() and bool(reply.content[CONFIG]["available"]):
+                mask[client_of[reply.metadata.src_node_id]] = True
+        return mask
 
     # -- training ----------------------------------------------------------------------------
 
@@ -171,18 +269,25 @@ class SamplerStrategy(Strategy):
     ) -> Iterable[Message]:
         nodes = self.map_nodes(grid)
         t = server_round - 1
-        selection = self.sampler.sample()
+        if self.availability:
+            mask = self.available(grid, t)
+            selection = check_available_selection(self.sampler.sample(mask), mask)
+            self.history[AVAILABILITY_KEY].append(int(mask.sum()))
+        else:
+            selection = self.sampler.sample()
         lr = float(self.lr_schedule(t))
         self._round = {"t": t, "lr": lr, "selection": selection, "global": arrays}
-        sent = ConfigRecord({**dict(config), "round": t, "lr": lr})
-        return [
-            Message(
-                content=RecordDict({ARRAYS: arrays, CONFIG: sent}),
-                message_type=MessageType.TRAIN,
-                dst_node_id=nodes[int(i)],
+        extra = self.algorithm.server_message(t, selection.ids, _tensors(arrays), lr)
+        messages = []
+        for j, i in enumerate(selection.ids):
+            sent = ConfigRecord({**dict(config), "round": t, "lr": lr, "seen": int(i) in self.seen})
+            content = RecordDict({ARRAYS: arrays, CONFIG: sent})
+            if extra:
+                content[EXTRA] = ArrayRecord({k: Array(v[j].numpy()) for k, v in extra.items()})
+            messages.append(
+                Message(content=content, message_type=MessageType.TRAIN, dst_node_id=nodes[int(i)])
             )
-            for i in selection.ids
-        ]
+        return messages
 
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
@@ -191,32 +296,47 @@ class SamplerStrategy(Strategy):
             raise RuntimeError(f"aggregate_train for round {server_round} was not configured")
         r, self._round = self._round, None
         selection, client_of = r["selection"], {v: k for k, v in self.nodes.items()}
-        received: dict[int, ArrayRecord] = {}
+        received: dict[int, RecordDict] = {}
         errors: dict[int, str] = {}
         for reply in replies:
             i = client_of[reply.metadata.src_node_id]
             if reply.has_error():
                 errors[i] = str(reply.error.reason)
             else:
-                received[i] = reply.content[ARRAYS]
+                received[i] = reply.content
         ids = selection.ids.astype(np.int64)
         weights = selection.weights.astype(np.float64)
         ok = np.array([int(i) in received for i in ids], dtype=bool)
         failed = [int(i) for i in ids[~ok]]
         if failed and self.on_failure == "error":
-            reasons = {i: errors.get(i, "no reply before the timeout") for i in failed}
-            raise RuntimeError(f"round {server_round}: clients failed: {reasons}")
+            reasons = "; ".join(
+                f"client {i}: {errors.get(i, 'no reply before the timeout')}" for i in failed
+            )
+            raise RuntimeError(
+                f"round {server_round}: expected {ids.size} clients to reply, "
+                f"{int(ok.sum())} did; failed: {reasons}"
+            )
         used = weights[ok]
         if failed and self.on_failure == "renormalise" and used.size:
             used = used * (weights.sum() / used.sum())
         global_params = _tensors(r["global"])
         kept = ids[ok]
-        replied = {i: _tensors(received[int(i)]) for i in kept}
-        if failed and self.on_failure == "drop" and self.aggregation == "weighted_sum" and ok.any():
+        replied = {i: _tensors(received[int(i)][ARRAYS]) for i in kept}
+        uploads = {int(i): _rows(received[int(i)], EXTRA) for i in kept}
+        steps = [int(received[int(i)][METRICS]["steps"]) for i in kept]
+        drop_as_zero = (
+            failed
+            and self.on_failure == "drop"
+            and ok.any()
+            and isinstance(self.algorithm, FedAvg)
+            and self.algorithm.aggregation == "weighted_sum"
+        )
+        if drop_as_zero:
             # a failed client's update counts as zero: it returns the model it was sent
             kept, used = ids, weights
             replied.update({int(i): global_params for i in ids[~ok]})
-        # the trainer's own aggregation and feedback, on the replies in client-index order
+            steps = [0] * ids.size
+        self.seen.update(int(i) for i in ids[ok])
         updates = ClientUpdates(
             t=r["t"],
             lr=r["lr"],
@@ -228,10 +348,19 @@ class SamplerStrategy(Strategy):
                 for k, v in global_params.items()
             },
             state={},
-            steps=np.zeros(kept.size, dtype=np.int64),
+            steps=np.asarray(steps, dtype=np.int64),
         )
         norms_all = update_norms(global_params, updates)
         norms = norms_all[np.isin(kept, ids[ok])]
+        if self.sampler.wants_updates and ok.any():
+            mine = np.isin(kept, ids[ok])
+            deltas = torch.cat([v[mine].flatten(1) for v in updates.deltas().values()], dim=1)
+            self.sampler.feedback_updates(ids[ok], deltas.double().cpu().numpy())
+        upload = {
+            k: torch.stack([uploads[int(i)][k] for i in ids[ok]])
+            for k in (uploads[int(ids[ok][0])] if ok.any() else {})
+        }
+        new = self.algorithm.server_update(global_params, updates, upload)
         self.sampler.feedback(ids[ok], norms)
         h = self.history
         h["lr"].append(r["lr"])
@@ -240,10 +369,7 @@ class SamplerStrategy(Strategy):
         h["update_norms"].append(norms.tolist())
         h["failed"].append(failed)
         log(INFO, "aggregate_train: %d of %d selected clients replied", ok.sum(), ids.size)
-        if not ok.any():
-            return None, None  # nothing arrived (or nothing was selected): the model is kept
-        new = self.rule.aggregate(global_params, updates)
-        out = ArrayRecord({k: Array(v.numpy()) for k, v in new.items()})
+        out = ArrayRecord({k: Array(v.detach().cpu().numpy()) for k, v in new.items()})
         return out, MetricRecord({"clients": int(ok.sum()), "failed": len(failed)})
 
     # -- no federated evaluation: the model is evaluated centrally (``evaluate_fn``) ---------
@@ -261,9 +387,9 @@ class SamplerStrategy(Strategy):
     def summary(self) -> None:
         log(
             INFO,
-            "\t├──> sampler %s (n = %d), aggregation %s, on failure: %s",
+            "\t├──> sampler %s (n = %d), algorithm %s, on failure: %s",
             self.sampler.name,
             self.sampler.n,
-            self.aggregation,
+            self.algorithm.config(),
             self.on_failure,
         )

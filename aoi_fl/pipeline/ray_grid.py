@@ -10,13 +10,16 @@ needed, and an interrupted grid resumes from the results the driver has stored.
 it afterwards); ``"auto"`` or ``"ray://host:port"`` / ``"host:port"`` joins an existing cluster,
 to which the package's code is shipped (``runtime_env``'s ``py_modules``). Every worker needs the
 datasets under ``data_root`` (``python -m aoi_fl.data fetch-mnist --root <data_root>`` there).
-Each task sets its torch thread count to ``threads`` and asks Ray for that many CPUs.
+Each task sets its torch thread count to ``threads`` and asks Ray for that many CPUs. Which node
+trained each configuration is logged (logger ``aoi_fl.pipeline.ray_grid``, level INFO; the
+record's ``config_index`` and ``node_id`` attributes), to see where a grid's runs went.
 
 Ray's usage telemetry is turned off in everything this module starts.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -31,6 +34,8 @@ os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
 import aoi_fl  # noqa: E402  (after the telemetry switch: ray reads it on import)
 from aoi_fl.pipeline import plugins  # noqa: E402
 
+log = logging.getLogger(__name__)
+
 
 def _train(
     run: Callable[..., Any],
@@ -39,10 +44,11 @@ def _train(
     threads: int,
     device: str | None,
     shipped: tuple,
-) -> tuple[dict, dict, bytes | None]:
+) -> tuple[dict, dict, bytes | None, str]:
     """Train one configuration with ``run`` (``run_experiment``, sent by reference) in a
     throw-away cache, after registering the user's factories (``shipped``); return what the
-    driver stores."""
+    driver stores and the id of the node that trained it."""
+    import ray
     import torch
 
     from aoi_fl.pipeline.cache import ResultStore
@@ -53,7 +59,8 @@ def _train(
         result = run(config, cache_dir=tmp, progress=False, data_root=data_root, device=device)
         stored, arrays = ResultStore(tmp).load(result.config)
         weights = Path(tmp) / "weights" / f"{result.key}.npz"
-        return stored, arrays, (weights.read_bytes() if weights.exists() else None)
+        node = ray.get_runtime_context().get_node_id()
+        return stored, arrays, (weights.read_bytes() if weights.exists() else None), node
 
 
 def ray_results(
@@ -101,7 +108,13 @@ def ray_results(
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             i = pending.pop(done[0])
-            stored, arrays, weights = ray.get(done[0])
+            stored, arrays, weights, node = ray.get(done[0])
+            log.info(
+                "configuration %d trained on Ray node %s",
+                i,
+                node,
+                extra={"config_index": i, "node_id": node},
+            )
             yield i, stored, arrays, weights
     finally:
         if started:

@@ -360,10 +360,10 @@ def test_the_memory_rows_count_the_implementations_state_and_can_fail(monkeypatc
     assert fc.memory_count("fedsum") == fc.memory_count("scaffold") == (1.0, 1.0, 0.0)
     assert fc.memory_count("fedsum_cr") == (2.0, 1.0, 1.0)
     assert rows["fedsum.memory.fedsum_cr"].spread.startswith("ours (per client, on the server, ")
-    # FedSUM-CR without its z_i table would keep what FedSUM keeps: not held
+    # FedSUM-CR without its z_i and a_i would keep what FedSUM keeps: not held
     from aoi_fl.fedsum.algorithms import FedSUM, FedSUMCR
 
-    monkeypatch.setattr(FedSUMCR, "state_dict", FedSUM.state_dict)
+    monkeypatch.setattr(FedSUMCR, "client_state", FedSUM.client_state)
     row = next(c for c in fc.memory_claims() if c.key == "fedsum.memory.fedsum_cr")
     assert row.verdict == "not held" and row.ours == 101.0
     # a state the count cannot place is an error, not a guess

@@ -47,10 +47,16 @@ def test_a_flower_simulation_reproduces_the_in_process_run():
     assert not differs["same model"] and not differs["same selections"]
 
 
-def test_a_stateful_method_is_refused_before_anything_starts():
-    config = {**CONFIG, "training": {**CONFIG["training"], "algorithm": {"name": "scaffold"}}}
-    with pytest.raises(ValueError, match="does not run in Flower"):
-        run_flower(config)
+@pytest.mark.slow
+def test_a_stateful_method_runs_in_the_ray_simulation_with_the_nodes_state():
+    # FedSUM-CR: every client keeps h_i, z_i and a_i in its node between the rounds it trains
+    algorithm = {"name": "fedsum_cr", "local_steps": 2}
+    config = {**CONFIG, "training": {**CONFIG["training"], "algorithm": algorithm, "rounds": 6}}
+    flower = run_flower(config, data_root="data", num_cpus=2, threads=1, on_failure="error")
+    torch.set_num_threads(1)
+    trainer = runs.build_trainer(config, "data", device="cpu")
+    trainer.run()
+    assert agreement(flower, trainer) == dict.fromkeys(agreement(flower, trainer), True)
 
 
 @pytest.mark.slow

@@ -8,19 +8,14 @@ import torch
 
 pytest.importorskip("flwr")
 
-from flwr.app import (  # noqa: E402
-    Array,
-    ArrayRecord,
-    Context,
-    Error,  # noqa: E402
-    Message,
-    RecordDict,
-)
+from flwr.app import Array, ArrayRecord  # noqa: E402
 from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
 
 import aoi_fl.flower  # noqa: E402, F401  (telemetry switches)
+from aoi_fl.core.algorithms import FedAvg  # noqa: E402
 from aoi_fl.core.selection import Sampler, Selection  # noqa: E402
 from aoi_fl.flower.client import client_app  # noqa: E402
+from aoi_fl.flower.inprocess import InProcessGrid  # noqa: E402
 from aoi_fl.flower.strategy import SamplerStrategy, node_map  # noqa: E402
 from aoi_fl.pipeline import runs  # noqa: E402
 
@@ -44,39 +39,6 @@ def config(sampler=None, rounds=3, aggregation="weighted_sum"):
             "client_chunk": 1,  # one client per step, as a Flower client trains: same bits
         },
     }
-
-
-class InProcessGrid:
-    """The two Grid calls a strategy makes, answered by a ClientApp per node in this process.
-
-    Node ids are scrambled (as Flower's are); ``partition_ids`` maps them to what each node
-    answers; ``fail`` names nodes whose training replies are errors.
-    """
-
-    def __init__(self, app, partition_ids, fail=()):
-        self.app, self.partition_ids, self.fail = app, partition_ids, set(fail)
-        self.sent = []
-
-    def get_node_ids(self):
-        return list(self.partition_ids)
-
-    def send_and_receive(self, messages, *, timeout=None):
-        replies = []
-        for message in messages:
-            node = message.metadata.dst_node_id
-            self.sent.append((message.metadata.message_type, node))
-            if node in self.fail and message.metadata.message_type == "train":
-                replies.append(Message(Error(code=1, reason="node lost"), reply_to=message))
-                continue
-            context = Context(
-                run_id=1,
-                node_id=node,
-                node_config={"partition-id": self.partition_ids[node]},
-                state=RecordDict(),
-                run_config={},
-            )
-            replies.append(self.app(message, context))
-        return replies[::-1]  # completion order is not selection order
 
 
 @pytest.fixture(autouse=True)
@@ -172,7 +134,9 @@ class Scripted(Sampler):
 def drive(selection_rounds, fail=(), on_failure="renormalise"):
     cfg = config(rounds=len(selection_rounds))
     server = runs.build_trainer(cfg, DATA, device="cpu")
-    strategy = SamplerStrategy(Scripted(N, selection_rounds), lambda t: 0.1, on_failure=on_failure)
+    strategy = SamplerStrategy(
+        Scripted(N, selection_rounds), lambda t: 0.1, FedAvg(), on_failure=on_failure
+    )
     grid_nodes = {100 + i: i for i in range(N)}
     fail_nodes = [100 + i for i in fail]
     grid = InProcessGrid(client_app(runs.resolve_config(cfg), DATA), grid_nodes, fail_nodes)
@@ -188,11 +152,11 @@ def solo(client, initial):
     from aoi_fl.flower.client import train_client
 
     arrays = ArrayRecord({k: Array(v.astype(np.float32)) for k, v in initial.items()})
-    params, _ = train_client(runs.resolve_config(config(rounds=1)), DATA, client, 0, 0.1, arrays)
-    return {k: v.numpy().astype(np.float64) for k, v in params.items()}
+    done = train_client(runs.resolve_config(config(rounds=1)), DATA, client, 0, 0.1, arrays)
+    return {k: v.numpy().astype(np.float64) for k, v in done.params.items()}
 
 
-def test_an_empty_selection_keeps_the_model_and_is_recorded():
+def test_an_empty_selection_keeps_fedavgs_model_and_is_recorded():
     strategy, initial, final = drive([([], [])])
     assert strategy.history["selected"] == [[]] and strategy.history["update_norms"] == [[]]
     for k in initial:
@@ -214,7 +178,9 @@ def test_a_failed_reply_is_renormalised_or_dropped(policy):
 
 
 def test_a_failed_reply_is_an_error_when_asked():
-    with pytest.raises(RuntimeError, match=r"clients failed: \{4: 'node lost'\}"):
+    with pytest.raises(
+        RuntimeError, match=r"expected 2 clients to reply, 1 did; failed: client 4: node lost$"
+    ):
         drive([([1, 4], [0.5, 0.5])], fail=[4], on_failure="error")
 
 
@@ -225,8 +191,13 @@ def test_a_full_information_sampler_and_bad_options_are_refused():
     sampler = Scripted(N, [])
     with pytest.raises(ValueError, match="on_failure"):
         SamplerStrategy(sampler, lambda t: 0.1, on_failure="retry")
-    with pytest.raises(ValueError, match="server_lr=0.5 needs aggregation='weighted_delta'"):
-        SamplerStrategy(sampler, lambda t: 0.1, server_lr=0.5)
+    with pytest.raises(TypeError, match="algorithm must be an aoi_fl Algorithm, got dict"):
+        SamplerStrategy(sampler, lambda t: 0.1, {"name": "fedavg"})
+    probing = runs.SAMPLERS["power_of_choice"](N, np.ones(N), m=2, d=4, seed=0)
+    with pytest.raises(ValueError, match="probes the clients' losses"):
+        SamplerStrategy(probing, lambda t: 0.1)
+    with pytest.raises(ValueError, match="not availability aware"):
+        SamplerStrategy(Scripted(N, []), lambda t: 0.1, availability=True)
 
 
 def test_importing_the_flower_package_turns_telemetry_off():

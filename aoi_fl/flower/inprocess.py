@@ -1,0 +1,89 @@
+"""A Flower grid in this process: a ClientApp answers every node's messages, no Ray, no network.
+
+:class:`InProcessGrid` is what a strategy talks to in Flower (``get_node_ids`` and
+``send_and_receive``), with each node's ``Context`` kept for the whole run as Flower keeps it.
+It runs a federation deterministically and in seconds, which makes it the place to check that
+a strategy and a ClientApp agree with the in-process trainer before a Ray simulation or a
+deployment; its failure switches (errors, silence, restarts) are the events a federation must
+survive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from flwr.app import Context, Error, Message, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.common.constant import ErrorCode
+
+from aoi_fl.flower.strategy import CONFIG
+
+
+class InProcessGrid:
+    """The two Grid calls a strategy makes, answered by a ClientApp per node in this process.
+
+    Node ids are scrambled (as Flower's are); ``partition_ids`` maps them to what each node
+    answers. Each node keeps one ``Context`` for the whole run, as Flower keeps a node's state
+    from round to round. ``fail`` names nodes whose training replies are errors; ``silent``
+    nodes never answer a training message (a reply that does not come before the timeout);
+    ``restart`` holds (node, round t) pairs: the node restarts before its message of round t,
+    with a fresh ``context.state``; ``node_config`` is added to every node's configuration.
+    """
+
+    def __init__(
+        self,
+        app: ClientApp,
+        partition_ids: Mapping[int, int],
+        fail: Iterable[int] = (),
+        silent: Iterable[int] = (),
+        restart: Iterable[tuple[int, int]] = (),
+        node_config: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.app, self.partition_ids = app, partition_ids
+        self.fail, self.silent, self.restart = set(fail), set(silent), set(restart)
+        self.sent: list[tuple[str, int]] = []  # (message type, node) of every message
+        self.contexts = {
+            node: Context(
+                run_id=1,
+                node_id=node,
+                node_config={"partition-id": index, **(node_config or {})},
+                state=RecordDict(),
+                run_config={},
+            )
+            for node, index in partition_ids.items()
+        }
+
+    def get_node_ids(self) -> list[int]:
+        return list(self.partition_ids)
+
+    def send_and_receive(
+        self, messages: Iterable[Message], *, timeout: float | None = None
+    ) -> list[Message]:
+        """Each message answered by its node's ClientApp, in reverse order (Flower delivers
+        replies in completion order, not in the order sent); nothing for a silent node. An
+        exception in the ClientApp is an error reply, as in Flower's runtime."""
+        replies = []
+        for message in messages:
+            node, kind = message.metadata.dst_node_id, message.metadata.message_type
+            self.sent.append((kind, node))
+            if kind == "train":
+                if node in self.silent:
+                    continue
+                if node in self.fail:
+                    replies.append(Message(Error(code=1, reason="node lost"), reply_to=message))
+                    continue
+                t = int(message.content[CONFIG]["round"])
+                if (node, t) in self.restart:
+                    self.contexts[node].state = RecordDict()
+            try:
+                replies.append(self.app(message, self.contexts[node]))
+            except Exception as error:  # noqa: BLE001  (as Flower's runtime: an error reply)
+                reason = f"{type(error)}:<'{error}'>"
+                replies.append(
+                    Message(
+                        Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason),
+                        reply_to=message,
+                    )
+                )
+        return replies[::-1]

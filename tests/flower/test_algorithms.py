@@ -1,0 +1,180 @@
+"""Every algorithm of the project in Flower (issue 30): the nodes run the client side with their
+own state, the strategy the server side; on the in-process grid (the real ClientApp, no Ray)
+a run equals the trainer's, record by record and bit for bit, also when nodes miss rounds,
+restart, are unavailable or stay silent."""
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("flwr")
+
+from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
+
+from aoi_fl.flower.client import client_app  # noqa: E402
+from aoi_fl.flower.inprocess import InProcessGrid  # noqa: E402
+from aoi_fl.flower.simulation import serve  # noqa: E402
+from aoi_fl.flower.strategy import SamplerStrategy  # noqa: E402
+from aoi_fl.pipeline import runs  # noqa: E402
+
+N, K = 6, 3
+#: what a Flower run records, in the trainer's form
+RECORDS = ("lr", "selected", "weights", "update_norms", "eval_round", "test_loss", "test_accuracy")
+#: every registered method, with options that exercise its state (projection, averaging, ...)
+ALGORITHMS = {
+    "fedavg": {"name": "fedavg"},
+    "fedavg_delta": {"name": "fedavg", "aggregation": "weighted_delta", "server_lr": 0.7},
+    "fedavg_projected_averaged": {"name": "fedavg", "radius": 0.8, "average": True},
+    "agnostic": {"name": "agnostic"},
+    "agnostic_averaged": {"name": "agnostic", "average": True, "radius": 2.0},
+    "weighted": {"name": "weighted", "p": [0.1, 0.3, 0.1, 0.2, 0.2, 0.1]},
+    "scaffold": {"name": "scaffold", "server_lr": 0.9},
+    "mifa": {"name": "mifa"},
+    "fedvarp": {"name": "fedvarp"},
+    "fedau": {"name": "fedau", "cutoff": 2},
+    "fedawe": {"name": "fedawe"},
+    "fedsum_b": {"name": "fedsum_b", "local_steps": K},
+    "fedsum": {"name": "fedsum", "local_steps": K},
+    "fedsum_cr": {"name": "fedsum_cr", "local_steps": K},
+}
+
+
+def config(algorithm, rounds=7, sampler=None, availability=None):
+    """Least squares on 6 clients; Bernoulli participation leaves clients out for several
+    rounds and some rounds empty, so every state must persist across missed rounds."""
+    out = {
+        "dataset": {"name": "linear_regression", "n_clients": N, "samples": 12, "features": 3},
+        "partition": {"name": "natural", "n_clients": N},
+        "model": {"name": "linear_regression", "in_features": 3, "seed": 0},
+        "sampler": sampler or {"name": "bernoulli", "p": 0.35, "seed": 5},
+        "training": {
+            "rounds": rounds,
+            "local_steps": K,
+            "batch_size": 5,
+            "loss": "mse",
+            "eval_every": 2,
+            "lr": {"name": "inverse_sqrt", "lr0": 0.05, "period": 10.0},
+            "algorithm": ALGORITHMS[algorithm],
+            "client_chunk": 1,  # one client per step, as a Flower client trains: same bits
+        },
+    }
+    if availability:
+        out["availability"] = availability
+    return out
+
+
+@pytest.fixture(autouse=True)
+def task_identity():
+    TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, 1
+    yield
+    TaskIdentity.task_id = TaskIdentity.run_id = TaskIdentity.node_id = None
+
+
+def nodes():
+    return {500 + 11 * i: int(p) for i, p in enumerate(np.random.default_rng(3).permutation(N))}
+
+
+def in_process(cfg):
+    torch.set_num_threads(1)  # as client_app's clients train (the conftest restores it)
+    trainer = runs.build_trainer(cfg, "data", device="cpu")
+    trainer.run()
+    return trainer
+
+
+def flower(cfg, on_failure="renormalise", timeout=60.0, **grid):
+    server = runs.build_trainer(cfg, "data", device="cpu")
+    app = client_app(runs.resolve_config(cfg), "data")
+    return serve(
+        InProcessGrid(app, nodes(), **grid), server, on_failure=on_failure, timeout=timeout
+    )
+
+
+def assert_same_run(run, trainer):
+    h = trainer.history
+    for key in (*RECORDS, *(k for k in ("available",) if k in h)):
+        assert run.history[key] == h[key], key
+    for k, v in trainer.reported_params().items():
+        np.testing.assert_array_equal(run.final_params[k], v.numpy(), err_msg=k)
+
+
+def test_every_registered_method_is_checked_here():
+    assert {spec["name"] for spec in ALGORITHMS.values()} == set(runs.ALGORITHMS)
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_a_flower_run_of_every_method_is_the_trainers(algorithm):
+    cfg = config(algorithm)
+    trainer = in_process(cfg)
+    assert [] in trainer.history["selected"]  # an empty round: the server still steps
+    assert len({i for ids in trainer.history["selected"] for i in ids}) == N
+    assert_same_run(flower(cfg), trainer)
+
+
+@pytest.mark.parametrize("algorithm", ["fedsum_cr", "scaffold", "fedsum"])
+def test_a_restarted_node_resumes_from_its_copy_on_disk(algorithm, tmp_path):
+    cfg = config(algorithm)
+    trainer = in_process(cfg)
+    # every node restarts in every round after its first (a fresh context.state)
+    restarts = [(node, t) for node in nodes() for t in range(1, 7)]
+    run = flower(cfg, restart=restarts, node_config={"state-dir": str(tmp_path)})
+    assert_same_run(run, trainer)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"client-{i}.npz" for i in range(N)]
+
+
+def test_a_restarted_node_that_lost_its_state_fails_and_says_what_it_lost():
+    cfg = config("fedsum_cr")
+    selected = in_process(cfg).history["selected"]
+    client = next(i for i in selected[0])  # trained in round 0, selected again later
+    again = next(t for t in range(1, 7) if client in selected[t])
+    node = {i: n for n, i in nodes().items()}[client]
+    with pytest.raises(
+        RuntimeError, match=rf"round {again + 1}: expected .* failed: client {client}: "
+    ):
+        flower(cfg, on_failure="error", restart=[(node, again)])
+    with pytest.raises(RuntimeError) as lost:
+        flower(cfg, on_failure="error", restart=[(node, again)])
+    assert f"client {client} has trained before but its node lost its state" in str(lost.value)
+    assert "(h.1.bias, h.1.weight, last, z.1.bias, z.1.weight)" in str(lost.value)
+    assert "fedsum_cr cannot rebuild it" in str(lost.value)
+
+
+def test_a_stateless_client_restarts_without_a_copy():
+    cfg = config("mifa")
+    restarts = [(node, t) for node in nodes() for t in range(1, 7)]
+    assert_same_run(flower(cfg, restart=restarts), in_process(cfg))
+
+
+@pytest.mark.parametrize("algorithm", ["fedavg", "fedsum"])
+def test_unavailable_nodes_decline_and_the_participation_is_the_trainers(algorithm):
+    availability = {"name": "bernoulli", "mean": 0.5, "seed": 4}
+    sampler = {"name": "uniform", "s": 2, "seed": 1}
+    cfg = config(algorithm, sampler=sampler, availability=availability)
+    trainer = in_process(cfg)
+    assert min(trainer.history["available"]) < N  # the model removes clients
+    run = flower(cfg)
+    assert_same_run(run, trainer)
+    assert run.history["failed"] == [[]] * 7  # an unavailable node is never asked to train
+
+
+def test_a_silent_node_fails_its_round_after_the_timeout_with_the_counts():
+    cfg = config("fedavg")
+    first = in_process(cfg).history["selected"][0]
+    node = {i: n for n, i in nodes().items()}[first[0]]
+    expected = rf"round 1: expected {len(first)} clients to reply, {len(first) - 1} did"
+    with pytest.raises(RuntimeError, match=expected + ".*no reply before the timeout"):
+        flower(cfg, on_failure="error", silent=[node])
+    run = flower(cfg, silent=[node])  # renormalise: the round goes on without it
+    assert run.history["failed"][0] == [first[0]]
+
+
+def test_too_few_nodes_is_an_error_after_the_timeout_not_a_wait_for_ever():
+    cfg = config("fedavg", rounds=1)
+    server = runs.build_trainer(cfg, "data", device="cpu")
+    few = dict(list(nodes().items())[:4])
+    grid = InProcessGrid(client_app(runs.resolve_config(cfg), "data"), few)
+    strategy = SamplerStrategy.from_trainer(server)
+    with pytest.raises(
+        RuntimeError, match=r"expected 6 nodes \(one per client\), 4 connected within 0.3 s"
+    ):
+        serve(grid, server, timeout=0.3)
+    assert strategy.nodes is None
