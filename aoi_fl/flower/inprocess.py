@@ -13,10 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
 from flwr.app import Context, Error, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.common.constant import ErrorCode
 
+from aoi_fl.flower.client import client_app
+from aoi_fl.flower.simulation import FlowerRun, serve
 from aoi_fl.flower.strategy import CONFIG
 
 
@@ -87,3 +90,31 @@ class InProcessGrid:
                     )
                 )
         return replies[::-1]
+
+
+def node_ids(n: int) -> dict[int, int]:
+    """Node id -> client index of :func:`run_in_process`'s n nodes: ids unrelated to the
+    indices (a seeded permutation), as Flower's are."""
+    order = np.random.default_rng(n).permutation(n)
+    return {1_000 + 7 * j: int(i) for j, i in enumerate(order)}
+
+
+def run_in_process(
+    config: dict[str, Any],
+    *,
+    data_root: str = "data",
+    on_failure: str = "renormalise",
+    timeout: float = 600.0,
+    threads: int = 1,
+    **grid: Any,
+) -> FlowerRun:
+    """``config`` trained by Flower's strategy and ClientApp on an :class:`InProcessGrid` (a
+    node per client, :func:`node_ids`; ``grid``: its failure switches, by node id): what
+    :func:`aoi_fl.flower.simulation.run_flower` does on Ray, the same records, in seconds."""
+    from aoi_fl.pipeline.runs import build_trainer, resolve_config
+
+    resolved = resolve_config(config)
+    server = build_trainer(resolved, data_root, device="cpu")
+    nodes = node_ids(server.sampler.n)
+    nodes_grid = InProcessGrid(client_app(resolved, data_root, threads), nodes, **grid)
+    return serve(nodes_grid, server, on_failure=on_failure, timeout=timeout)

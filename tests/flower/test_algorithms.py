@@ -12,7 +12,7 @@ pytest.importorskip("flwr")
 from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
 
 from aoi_fl.flower.client import client_app  # noqa: E402
-from aoi_fl.flower.inprocess import InProcessGrid  # noqa: E402
+from aoi_fl.flower.inprocess import InProcessGrid, node_ids  # noqa: E402
 from aoi_fl.flower.simulation import serve  # noqa: E402
 from aoi_fl.flower.strategy import SamplerStrategy  # noqa: E402
 from aoi_fl.pipeline import runs  # noqa: E402
@@ -71,7 +71,7 @@ def task_identity():
 
 
 def nodes():
-    return {500 + 11 * i: int(p) for i, p in enumerate(np.random.default_rng(3).permutation(N))}
+    return node_ids(N)
 
 
 def in_process(cfg):
