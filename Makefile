@@ -72,8 +72,8 @@ figures: venv data
 	$(PY) scripts/run_notebooks.py --profile $(PROFILE) --rerun $(RERUN) $(if $(NB),--only $(NB),)
 
 lint: venv
-	$(PY) -m ruff check aoi_fl tests benchmarks scripts
-	$(PY) -m ruff format --check aoi_fl tests benchmarks scripts
+	$(PY) -m ruff check aoi_fl tests benchmarks scripts flower-app
+	$(PY) -m ruff format --check aoi_fl tests benchmarks scripts flower-app
 	$(VENV)/bin/lint-imports --no-logo --no-cache
 
 unit: venv data

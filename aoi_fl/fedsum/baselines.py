@@ -223,10 +223,11 @@ class FedAWE(Algorithm):
     x^{(t+1)} = (1/|S|) sum_{i in S} x_i + eta_g clip((1/|S|) sum_{i in S} e_i Delta_i) (the
     reference code clips the echoed innovation to norm ``clip`` = 0.5; None: no clip) and sends
     it to the active clients (x_i <- x^{(t+1)}). The server keeps every x_i (it sent them, and
-    reports their mean), so here it sends a client its x_i when the client is next selected:
-    the same one model down per participation, and the clients keep no state of their own. The model this method reports (and the trainer
-    evaluates) is the mean of all N local models, as in the reference code and FedAWE's
-    analysis; it is what :meth:`aggregate` returns.
+    reports their mean), so here it sends a client its x_i when the client is next
+    selected: the same one model down per participation, and the clients keep no state of
+    their own. The model this method reports (and the trainer evaluates) is the mean of all
+    N local models, as in the reference code and FedAWE's analysis; it is what
+    :meth:`server_update` returns.
     """
 
     name = "fedawe"

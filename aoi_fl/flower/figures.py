@@ -1,7 +1,8 @@
 """What notebook 18 shows of Flower runs beside in-process runs of the same configurations
 (:func:`aoi_fl.flower.simulation.run_both`): the record-by-record agreement, the clients both
 sides select, the participation statistics of the Flower trace beside a long trace of the same
-sampler and the policy's theory, and the checks of what it prints.
+sampler and the policy's theory, every algorithm of the project in Flower (on the in-process
+grid, :func:`aoi_fl.flower.inprocess.run_in_process`), and the checks of what it prints.
 
 The participation statistics are a paper's (the notebook passes the AoI paper's
 ``results.participation_table``): the Flower layer sits beside the papers and imports none.
@@ -13,7 +14,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
+import torch
 from matplotlib.figure import Figure
 
 from aoi_fl.core.train import FederatedTrainer
@@ -63,6 +66,78 @@ def plot_selections_side_by_side(pairs: Pairs, n: int, m: int) -> Figure:
     return fig
 
 
+def algorithms_base(n: int, rounds: int, seed: int = 0) -> dict[str, Any]:
+    """The configuration :func:`algorithms_in_flower` varies: MNIST, IID over ``n`` clients,
+    logistic regression (a check of the machinery: the convolution's cost adds nothing to it),
+    each client taking part with probability 0.3 per round (FedSUM's P1: clients miss rounds,
+    some rounds are empty, so every method's state must persist), K = 5 local steps of batch
+    50, one client at a time."""
+    from aoi_fl.flower.simulation import mnist_config
+
+    config = mnist_config({"name": "bernoulli", "p": 0.3, "seed": seed}, n, rounds, seed)
+    config["model"] = {
+        "name": "logistic_regression",
+        "in_features": 784,
+        "num_classes": 10,
+        "seed": seed,
+    }
+    return config
+
+
+def every_algorithm(n: int, local_steps: int) -> dict[str, dict[str, Any]]:
+    """A configuration of every registered algorithm (by a label), with the options that give
+    it state to keep: the projected and averaged FedAvg variants, the weighted FedAvg of eq. 10
+    with unequal p over ``n`` clients, and the FedSUM family with ``local_steps`` = K."""
+    p = np.arange(1, n + 1, dtype=float)
+    return {
+        "FedAvg (eq. 15)": {"name": "fedavg"},
+        "FedAvg, weighted_delta": {"name": "fedavg", "aggregation": "weighted_delta"},
+        "FedAvg, projected, averaged": {"name": "fedavg", "radius": 5.0, "average": True},
+        "agnostic FedAvg": {"name": "agnostic"},
+        "agnostic FedAvg, averaged": {"name": "agnostic", "average": True},
+        "weighted FedAvg (eq. 10)": {"name": "weighted", "p": (p / p.sum()).tolist()},
+        "SCAFFOLD": {"name": "scaffold"},
+        "MIFA": {"name": "mifa"},
+        "FedVARP": {"name": "fedvarp"},
+        "FedAU": {"name": "fedau", "cutoff": 3},
+        "FedAWE": {"name": "fedawe"},
+        "FedSUM-B": {"name": "fedsum_b", "local_steps": local_steps},
+        "FedSUM": {"name": "fedsum", "local_steps": local_steps},
+        "FedSUM-CR": {"name": "fedsum_cr", "local_steps": local_steps},
+    }
+
+
+def algorithms_in_flower(
+    base: dict[str, Any], algorithms: Mapping[str, dict[str, Any]], data_root: str
+) -> pd.DataFrame:
+    """Per algorithm (rows, by label): ``base`` with ``training.algorithm`` replaced, run on
+    the in-process grid (the strategy with the algorithm's server side, the ClientApp with its
+    client side and the node's state) and by the in-process trainer, both with one thread;
+    :func:`simulation.agreement` of the two, and how many rounds each client trained."""
+    from aoi_fl.flower.inprocess import run_in_process
+    from aoi_fl.pipeline.runs import build_trainer
+
+    rows = {}
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for label, spec in algorithms.items():
+            config = {**base, "training": {**base["training"], "algorithm": spec}}
+            flower = run_in_process(config, data_root=data_root)
+            trainer = build_trainer(config, data_root, device="cpu")
+            trainer.run()
+            counts = np.bincount(
+                [i for ids in trainer.history["selected"] for i in ids], minlength=trainer.sampler.n
+            )
+            rows[label] = {
+                **agreement(flower, trainer),
+                "rounds trained per client": f"{counts.min()}..{counts.max()}",
+            }
+    finally:
+        torch.set_num_threads(before)
+    return pd.DataFrame(rows).T
+
+
 #: a paper's participation statistics of a trace: (sampler, selected, weights) -> a table with
 #: one row per statistic and the columns ``trace``, ``theory`` and ``intervals``
 Statistics = Callable[[Any, Any, Any], pd.DataFrame]
@@ -110,12 +185,17 @@ LONG_TRACE_TOLERANCE = 0.1
 
 
 def check_notebook(
-    agreed: pd.DataFrame, participation: pd.DataFrame, long: int, profile: str
+    agreed: pd.DataFrame,
+    participation: pd.DataFrame,
+    long: int,
+    profile: str,
+    algorithms: pd.DataFrame | None = None,
 ) -> str:
     """What notebook 18 prints, asserted; returns the line it prints.
 
     Bit for bit, for every policy: the same selections, weights, update norms, model and test
-    accuracy (``agreed``: :func:`agreement_table`). The long trace of
+    accuracy (``agreed``: :func:`agreement_table`), and so for every algorithm
+    (``algorithms``: :func:`algorithms_in_flower`). The long trace of
     :func:`participation_beside_theory` never has an interval above the largest possible one,
     and outside ``smoke`` (a long trace of several thousand intervals) its Var[X] is the
     theory's within :data:`LONG_TRACE_TOLERANCE` (relative, or absolute below 1), and so is
@@ -124,6 +204,8 @@ def check_notebook(
     theory's Sigma is an expectation over.
     """
     assert agreed.all(axis=None), agreed
+    if algorithms is not None:
+        assert algorithms.drop(columns="rounds trained per client").all(axis=None), algorithms
     trace, tol = f"{long} rounds", LONG_TRACE_TOLERANCE
     for label in participation.index.unique(level=0):
         t = participation.loc[label]

@@ -10,13 +10,15 @@ survive.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 from flwr.app import Context, Error, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.common.constant import ErrorCode
+from flwr.supercore.task_identity import TaskIdentity
 
 from aoi_fl.flower.client import client_app
 from aoi_fl.flower.simulation import FlowerRun, serve
@@ -117,4 +119,21 @@ def run_in_process(
     server = build_trainer(resolved, data_root, device="cpu")
     nodes = node_ids(server.sampler.n)
     nodes_grid = InProcessGrid(client_app(resolved, data_root, threads), nodes, **grid)
-    return serve(nodes_grid, server, on_failure=on_failure, timeout=timeout)
+    with task_identity():
+        return serve(nodes_grid, server, on_failure=on_failure, timeout=timeout)
+
+
+@contextlib.contextmanager
+def task_identity() -> Iterator[None]:
+    """Flower's task identity (run, task and node ids), which every ``Message`` reads and
+    Flower's runtime sets, set to 1 where unset for the block (then restored)."""
+    names = ("_task_id", "_run_id", "_node_id")
+    before = {name: getattr(TaskIdentity, name) for name in names}
+    for name, value in before.items():
+        if value is None:
+            setattr(TaskIdentity, name, 1)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            setattr(TaskIdentity, name, value)

@@ -7,14 +7,20 @@ are :func:`aoi_fl.flower.client.client_app` nodes, one per client, run by Flower
 runtime on a local Ray instance that it starts and ends itself. The model is evaluated centrally
 on the test set every ``eval_every`` rounds, as the trainer does.
 
-Only the FedAvg aggregations (``weighted_sum`` / ``weighted_delta``) run in Flower: methods with
-client state (SCAFFOLD, the FedSUM family, ...) need more than a strategy.
+Every algorithm of the project runs: the strategy holds the server's side and state, each node
+the client's (:mod:`aoi_fl.flower.strategy`, :mod:`aoi_fl.flower.client`). :func:`run_flower`
+uses Flower's ``run_simulation``, deprecated in Flower 1.41 for ``flwr run`` of a Flower App
+(:func:`aoi_fl.flower.app.run_flower_app`, the project's app); it stays for what only it does:
+a sampler or algorithm registered in the calling process (a notebook cell) travels by value to
+the simulation's Ray actors, which ``flwr run``'s separate processes cannot receive.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,10 +194,16 @@ def mnist_config(sampler: dict[str, Any], n_clients: int, rounds: int, seed: int
 
 
 def run_both(
-    config: dict[str, Any], data_root: str = "data", num_cpus: int = 2
+    config: dict[str, Any],
+    data_root: str = "data",
+    num_cpus: int = 2,
+    flower: Callable[..., FlowerRun] | None = None,
 ) -> tuple[FlowerRun, FederatedTrainer]:
-    """``config`` run twice: in a Flower simulation (:func:`run_flower`, one torch thread per
-    client) and by the project's trainer, which has run all its rounds when returned.
+    """``config`` run twice: in a Flower simulation, ``flower(config, data_root=...,
+    num_cpus=...)`` (default :func:`run_flower` with one torch thread per client; or
+    :func:`aoi_fl.flower.app.run_flower_app`, ``flwr run`` of the project's Flower App, whose
+    clients train with one thread), and by the project's trainer, which has run all its rounds
+    when returned.
 
     Both sides train, and the server evaluates, with one torch thread: a convolution's sums
     are split by thread, so another thread count differs in the last float32 bits, which a few
@@ -202,9 +214,10 @@ def run_both(
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        flower = run_flower(config, data_root=data_root, num_cpus=num_cpus, threads=1)
+        flower = flower or functools.partial(run_flower, threads=1)
+        run = flower(config, data_root=data_root, num_cpus=num_cpus)
         trainer = build_trainer(config, data_root, device="cpu")
         trainer.run()
     finally:
         torch.set_num_threads(before)
-    return flower, trainer
+    return run, trainer

@@ -1,0 +1,483 @@
+"""The project's Flower App (``flower-app/`` in the repository, run with ``flwr run``): its run
+configuration, the work of its ServerApp and ClientApp, and :func:`run_flower_app`, which runs
+one configuration through ``flwr run`` from Python.
+
+The run configuration (``[tool.flwr.app.config]`` of ``flower-app/pyproject.toml``; ``flwr run
+flower-app --run-config 'key=value ...'`` overrides keys it has) holds
+
+- the app's options (:data:`APP_OPTIONS`, with their defaults): ``config-file``, ``data-root``,
+  ``output`` (where the history is written, as JSON), ``model-output`` (where the final model is
+  written, as ``.npz``; empty: nowhere), ``on-failure`` (:data:`aoi_fl.flower.strategy.ON_FAILURE`)
+  and ``timeout`` (the seconds a round waits for its replies);
+- a run configuration of :mod:`aoi_fl.pipeline.runs` (:func:`~aoi_fl.pipeline.runs.resolve_config`),
+  either from the JSON file ``config-file`` names or, when ``config-file`` is empty, inline: one
+  key per option, ``<section>.<option>`` with the sections of :data:`SECTIONS`, nested as the
+  configuration is (``training.lr.name``). These are the keys Flower makes of TOML tables
+  (``[tool.flwr.app.config.sampler]`` with ``name = "markov_optimal"`` is ``sampler.name``).
+
+Flower's run configuration holds strings, numbers and booleans only: an option that is a list
+or None goes through ``config-file`` (or is left out, for its default). With ``config-file`` set,
+the inline sections of the app's ``pyproject.toml`` are not used, and overriding one of their keys
+on the command line is an error (a value that would be ignored). Any other key is an error that
+names it, its value and the keys allowed; every check runs before anything trains.
+
+Relative paths are taken from the working directory of the process that reads them: with
+``flwr run``, the SuperLink's (the directory of the ``flwr run`` that started the local
+SuperLink). :func:`run_flower_app` passes absolute paths.
+
+The clients train with one torch thread each (:func:`aoi_fl.flower.client.client_app`) and the
+server evaluates with one: the in-process trainer run with one thread gives the same bits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from flwr.app import Context
+from flwr.serverapp import Grid
+
+from aoi_fl.core import registry
+from aoi_fl.core.validation import require_choice, require_int, require_real
+from aoi_fl.flower.simulation import FlowerRun, serve
+from aoi_fl.flower.strategy import ON_FAILURE, SamplerStrategy
+from aoi_fl.pipeline import plugins
+from aoi_fl.pipeline.cache import arrays_bytes, atomic_write_bytes
+from aoi_fl.pipeline.runs import build_trainer, resolve_config
+
+#: the app's own options and their defaults (the rest of a run configuration is the run's)
+APP_OPTIONS: dict[str, Any] = {
+    "config-file": "",
+    "data-root": "data",
+    "output": "flower_history.json",
+    "model-output": "",
+    "on-failure": "renormalise",
+    "timeout": 600.0,
+}
+#: the sections of a run configuration (:func:`aoi_fl.pipeline.runs.resolve_config`)
+SECTIONS = ("dataset", "partition", "model", "sampler", "training", "availability")
+#: the name of the SuperLink connection :func:`run_flower_app` runs the app on
+CONNECTION = "aoi-fl"
+#: the app's directory in a checkout of the repository (:func:`run_flower_app`'s default)
+APP_DIR = Path(__file__).resolve().parents[2] / "flower-app"
+#: the environment of every Flower process the project starts: no telemetry, no update check
+#: (both reach the network), and no ``uv sync`` of the app's dependencies at run time (it would
+#: look for ``aoi-fl`` on a package index; the app runs in the environment that has it)
+FLOWER_ENV = {
+    "FLWR_TELEMETRY_ENABLED": "0",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "FLWR_DISABLE_UPDATE_CHECK": "1",
+    "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+}
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """A checked run configuration of the app: the run's resolved configuration
+    (:func:`aoi_fl.pipeline.runs.resolve_config`) and the app's options, paths absolute."""
+
+    config: dict[str, Any]
+    data_root: str
+    output: Path
+    model_output: Path | None
+    on_failure: str
+    timeout: float
+
+
+def _allowed() -> str:
+    return (
+        f"allowed: the app's options {', '.join(APP_OPTIONS)}, and the options of a run "
+        f"configuration as '<section>.<option>' with a section of {', '.join(SECTIONS)} "
+        "(e.g. 'sampler.name', 'training.lr.lr0')"
+    )
+
+
+def _string(key: str, value: Any, *, empty: bool) -> str:
+    if not isinstance(value, str) or (not empty and not value):
+        wanted = "a string" if empty else "a non-empty string"
+        raise TypeError(f"run config {key}={value!r} must be {wanted} (a path)")
+    return value
+
+
+def _path(text: str) -> Path:
+    return Path(text).expanduser().resolve()
+
+
+def _inline(run_config: Mapping[str, Any]) -> dict[str, Any]:
+    """The configuration of the run config's ``<section>.<option>`` keys, nested."""
+    config: dict[str, Any] = {}
+    for key, value in run_config.items():
+        if key in APP_OPTIONS:
+            continue
+        section, _, rest = key.partition(".")
+        if section in SECTIONS and not rest:
+            raise ValueError(
+                f"run config key {key!r} (= {value!r}) must be given option by option, as "
+                f"'{key}.<option>' keys (a TOML table [tool.flwr.app.config.{key}]); lists "
+                "and None only through config-file"
+            )
+        if section not in SECTIONS:
+            raise ValueError(
+                f"run config key {key!r} (= {value!r}) is not an option of the aoi-fl app; "
+                + _allowed()
+            )
+        node = config.setdefault(section, {})
+        *parents, leaf = rest.split(".")
+        for depth, part in enumerate(parents):
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                above = ".".join([section, *parents[: depth + 1]])
+                raise ValueError(
+                    f"run config key {key!r} (= {value!r}) needs {above!r} to be a table of "
+                    f"options, but {above} = {node!r}; give one of the two"
+                )
+        if isinstance(node.get(leaf), dict):
+            raise ValueError(
+                f"run config key {key!r} (= {value!r}) is also a table of options "
+                f"({key}.{next(iter(node[leaf]))}, ...); give one of the two"
+            )
+        node[leaf] = value
+    return config
+
+
+def _from_file(text: str, path: Path) -> dict[str, Any]:
+    try:
+        loaded = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(
+            f"run config config-file={text!r} ({path}) must be a readable JSON file holding "
+            f"a run configuration: {exc}"
+        ) from exc
+    if not isinstance(loaded, dict):
+        raise ValueError(
+            f"run config config-file={text!r} ({path}) holds a {type(loaded).__name__}, not a "
+            f"run configuration (a JSON object with the sections {', '.join(SECTIONS)})"
+        )
+    return loaded
+
+
+def parse_run_config(
+    run_config: Mapping[str, Any],
+    *,
+    overrides: Iterable[str] = (),
+) -> AppConfig:
+    """The app's options and the run's configuration, checked (see the module docstring).
+
+    ``overrides``: the keys set on the command line (a run's ``override_config``), refused
+    where ``config-file`` makes them ineffective. Relative paths start from the working
+    directory. Raises ValueError or TypeError naming the key, its value and what is allowed;
+    resolving the configuration loads no data.
+    """
+    options = {**APP_OPTIONS, **{k: v for k, v in run_config.items() if k in APP_OPTIONS}}
+    inline = _inline(run_config)  # every key is checked, whichever source the run uses
+    config_file = _string("config-file", options["config-file"], empty=True)
+    if config_file:
+        ignored = sorted(k for k in overrides if k not in APP_OPTIONS)
+        if ignored:
+            shown = ", ".join(f"{k}={run_config.get(k)!r}" for k in ignored)
+            raise ValueError(
+                f"run config {shown} given with config-file={config_file!r}: the "
+                "configuration is the file's; put these options in the file, or set "
+                "config-file='' to use the inline options"
+            )
+        config = _from_file(config_file, _path(config_file))
+    else:
+        config = inline
+    model_output = _string("model-output", options["model-output"], empty=True)
+    on_failure = options["on-failure"]
+    return AppConfig(
+        config=resolve_config(config),
+        data_root=str(_path(_string("data-root", options["data-root"], empty=False))),
+        output=_path(_string("output", options["output"], empty=False)),
+        model_output=_path(model_output) if model_output else None,
+        on_failure=require_choice("run config on-failure", on_failure, ON_FAILURE),
+        timeout=require_real(
+            "run config timeout", options["timeout"], minimum=0.0, strict_minimum=True
+        ),
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _node_app_config(items: tuple[tuple[str, Any], ...]) -> AppConfig:
+    # a node parses its run configuration once, not once per training message
+    return parse_run_config(dict(items))
+
+
+def node_config(context: Context) -> dict[str, Any]:
+    """A ClientApp node's run configuration (the ``config`` of
+    :func:`aoi_fl.flower.client.client_app`)."""
+    return _node_app_config(tuple(sorted(context.run_config.items()))).config
+
+
+def node_data_root(context: Context) -> str:
+    """A ClientApp node's data root (the ``data_root`` of
+    :func:`aoi_fl.flower.client.client_app`)."""
+    return _node_app_config(tuple(sorted(context.run_config.items()))).data_root
+
+
+def check_nodes(nodes: int, n_clients: int) -> None:
+    """One node per client: raise ValueError, with the ways to resize the federation, unless
+    the federation's ``nodes`` equal the configuration's ``n_clients``."""
+    if nodes != n_clients:
+        raise ValueError(
+            f"the federation has num-supernodes={nodes} nodes but the configuration has "
+            f"partition.n_clients={n_clients} clients, and every client is one node: run "
+            f"`flwr run <app> --federation-config num-supernodes={n_clients}`, or set it once "
+            f"with `flwr federation simulation-config --num-supernodes {n_clients}`"
+        )
+
+
+def _require_writable(paths: Mapping[str, Path | None]) -> None:
+    # a run whose result cannot be written fails before it trains, not after
+    for key, path in paths.items():
+        if path is None:
+            continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(
+                f"run config {key}={str(path)!r}: cannot create its folder: {exc}"
+            ) from exc
+        if not os.access(path.parent, os.W_OK):
+            raise ValueError(f"run config {key}={str(path)!r}: its folder is not writable")
+
+
+def serve_run(grid: Grid, context: Context) -> FlowerRun:
+    """The app's ServerApp: checks the run configuration and the number of nodes, trains the
+    configuration (:func:`aoi_fl.flower.simulation.serve` on the trainer
+    :func:`aoi_fl.pipeline.runs.build_trainer` builds), writes its history to ``output`` and its
+    final model to ``model-output``, each through a temporary file and a rename."""
+    app = parse_run_config(context.run_config, overrides=grid.run.override_config)
+    # a simulation's nodes all exist when its ServerApp starts: a count short now stays short
+    check_nodes(len(list(grid.get_node_ids())), app.config["partition"]["n_clients"])
+    _require_writable({"output": app.output, "model-output": app.model_output})
+    torch.set_num_threads(1)  # evaluates as the in-process trainer with one thread
+    trainer = build_trainer(app.config, app.data_root, device="cpu")
+    run = serve(grid, trainer, on_failure=app.on_failure, timeout=app.timeout)
+    atomic_write_bytes(app.output, json.dumps(run.history).encode())
+    if app.model_output is not None:
+        atomic_write_bytes(app.model_output, arrays_bytes(run.final_params))
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
+# flwr run from Python
+
+
+def flower_environment(flwr_home: str | os.PathLike) -> dict[str, str]:
+    """This process's environment for Flower's processes: :data:`FLOWER_ENV`, Flower's files
+    under ``flwr_home``, this interpreter's scripts first on the path (the SuperLink starts the
+    others by name) and this checkout's ``aoi_fl`` first on the Python path; no ``RAY_ADDRESS``
+    (the simulation starts a Ray instance of its own, as
+    :func:`aoi_fl.flower.simulation.run_flower` does)."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env.update(FLOWER_ENV)
+    env["FLWR_HOME"] = str(flwr_home)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    # the CLI reaches the SuperLink over HTTP on this machine, never through a proxy
+    env["NO_PROXY"] = ",".join(p for p in ("127.0.0.1,localhost", env.get("NO_PROXY")) if p)
+    env.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    return env
+
+
+def _wait_healthy(process: subprocess.Popen, port: int, log: Path, timeout: float) -> None:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"flower-superlink exited with code {process.returncode} before it was ready:\n"
+                + log.read_text()[-3000:]
+            )
+        try:
+            with opener.open(f"http://127.0.0.1:{port}/health", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError(
+        f"flower-superlink was not ready after {timeout:.0f} s:\n" + log.read_text()[-3000:]
+    )
+
+
+@contextlib.contextmanager
+def _local_superlink(home: Path, env: dict[str, str]) -> Iterator[str]:
+    """A SuperLink in simulation mode on a free port of this machine, as the connection
+    :data:`CONNECTION` of the Flower home ``home``; stopped on exit. Its SuperExec and a
+    simulation still running (an interrupted call) watch their parent's pid and end within
+    seconds of it, the simulation with its Ray instance."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (home / "config.toml").write_text(
+        f'[superlink]\ndefault = "{CONNECTION}"\n\n[superlink.{CONNECTION}]\n'
+        f'address = "127.0.0.1:{port}"\ninsecure = true\n'
+    )
+    log = home / "superlink.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            ["flower-superlink", "--insecure", "--simulation"]
+            + ["--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            cwd=home,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        _wait_healthy(process, port, log, timeout=120)
+        yield CONNECTION
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _flwr(env: dict[str, str], *args: str, echo: bool = False) -> tuple[int, str]:
+    """``flwr args...``: its exit code and output (printed line by line with ``echo``)."""
+    flwr = str(Path(sys.executable).parent / "flwr")
+    lines = []
+    with subprocess.Popen(
+        [flwr, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as process:
+        try:
+            for line in process.stdout:
+                lines.append(line)
+                if echo:
+                    print(line, end="")
+        except BaseException:
+            process.kill()  # interrupted: the CLI would stream the run's log to its end
+            raise
+    return process.returncode, "".join(lines)
+
+
+def _run_app(app_dir: Path, overrides: Path, federation: str, env: dict, quiet: bool) -> None:
+    """``flwr run`` of the app on a local SuperLink of its own, to the run's end; raises
+    RuntimeError with the run's log unless it completed."""
+    with _local_superlink(Path(env["FLWR_HOME"]), env) as connection:
+        code, log = _flwr(
+            env,
+            "run",
+            str(app_dir),
+            connection,
+            "--stream",
+            "--run-config",
+            str(overrides),
+            "--federation-config",
+            federation,
+            echo=not quiet,
+        )
+        started = re.search(r"Successfully started run (\d+)", log)
+        if code or started is None:
+            raise RuntimeError(f"`flwr run` did not start the run:\n{log[-3000:]}")
+        # --stream ends with the run's log whether the run completed or failed
+        _, listed = _flwr(env, "ls", connection, "--run-id", started.group(1), "--format", "json")
+    try:
+        (row,) = json.loads(listed)["runs"]
+        status, details = row["status"], row["status-details"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RuntimeError(f"`flwr ls` did not describe the run: {listed}") from exc
+    if status != "finished:completed":
+        raise RuntimeError(f"the Flower run ended {status}: {details}\n{log[-3000:]}")
+
+
+def _registered_here(config: Mapping[str, Any]) -> list[str]:
+    """The sampler and algorithm of a resolved ``config`` that a module outside aoi_fl and the
+    entry points' packages registered (a user's file, a notebook cell)."""
+    plugins.load()
+    packages = ("aoi_fl", *plugins.paper_packages())
+    named = (
+        ("sampler", config["sampler"]["name"]),
+        ("algorithm", config["training"]["algorithm"]["name"]),
+    )
+    return [
+        f"{kind} {name!r} (registered by {registrar or 'an unknown module'})"
+        for kind, name in named
+        if not any(
+            (registrar := registry.REGISTRARS.get((kind, name), "")) == p
+            or registrar.startswith(p + ".")
+            for p in packages
+        )
+    ]
+
+
+def run_flower_app(
+    config: Mapping[str, Any],
+    *,
+    data_root: str = "data",
+    num_cpus: int = 2,
+    on_failure: str = "renormalise",
+    timeout: float = 600.0,
+    quiet: bool = True,
+    app_dir: str | os.PathLike = APP_DIR,
+) -> FlowerRun:
+    """Train ``config`` (a run configuration of :mod:`aoi_fl.pipeline.runs`) with ``flwr run``
+    of the app in ``app_dir`` on a local simulation, as
+    :func:`aoi_fl.flower.simulation.run_flower` does in process: the ServerApp's history and
+    final model, read back.
+
+    The configuration goes to the app as a temporary file (``config-file``), run by a SuperLink
+    of this call's own (a free port, a temporary Flower home, the environment of
+    :func:`flower_environment`) that is stopped when the run ends: one node per client, one
+    CPU per node, a Ray instance of ``num_cpus`` CPUs. What cannot run (a configuration, an
+    algorithm Flower cannot aggregate, a sampler only this process has registered) is refused
+    before anything starts. ``quiet=False`` prints the run's log as it streams.
+    """
+    resolved = resolve_config(config)
+    timeout = require_real("timeout", timeout, minimum=0.0, strict_minimum=True)
+    num_cpus = require_int("num_cpus", num_cpus, minimum=1)
+    app_dir = Path(app_dir).resolve()
+    if not (app_dir / "pyproject.toml").is_file():
+        raise ValueError(
+            f"app_dir={str(app_dir)!r} must be a Flower App's folder (no pyproject.toml)"
+        )
+    if local := _registered_here(resolved):
+        raise ValueError(
+            f"{', '.join(local)}: the app's processes have aoi_fl and the packages of the "
+            f"'{plugins.ENTRY_POINT_GROUP}' entry points, not this process's registrations; "
+            "declare the registering package as such an entry point, or use "
+            "aoi_fl.flower.simulation.run_flower, which ships the factory to its clients"
+        )
+    # the algorithm and on_failure as the ServerApp will check them, before anything starts
+    SamplerStrategy.from_trainer(build_trainer(resolved, data_root, device="cpu"), on_failure)
+    with tempfile.TemporaryDirectory(prefix="aoi_fl_app_") as tmp_name:
+        tmp = Path(tmp_name)
+        (tmp / "config.json").write_text(json.dumps(resolved))
+        run_config = {
+            "config-file": str(tmp / "config.json"),
+            "data-root": str(Path(data_root).resolve()),
+            "output": str(tmp / "history.json"),
+            "model-output": str(tmp / "model.npz"),
+            "on-failure": on_failure,
+            "timeout": timeout,
+        }
+        overrides = tmp / "overrides.toml"  # JSON's strings and numbers are TOML's
+        overrides.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in run_config.items()))
+        federation = (
+            f"num-supernodes={resolved['partition']['n_clients']} "
+            f"client-resources-num-cpus=1 init-args-num-cpus={num_cpus}"
+        )
+        _run_app(app_dir, overrides, federation, flower_environment(tmp), quiet)
+        history = json.loads((tmp / "history.json").read_text())
+        with np.load(tmp / "model.npz") as arrays:
+            final = {k: arrays[k] for k in arrays.files}
+    return FlowerRun(history, final)

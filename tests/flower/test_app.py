@@ -1,0 +1,184 @@
+"""The Flower App (``flower-app/``): its run configuration, and one ``flwr run`` of it against
+the in-process trainer."""
+
+import json
+import tomllib
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+pytest.importorskip("flwr")
+
+from flwr.common.config import flatten_dict  # noqa: E402
+
+from aoi_fl.flower import app, simulation  # noqa: E402
+from aoi_fl.pipeline import runs  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: the run configuration of flower-app/pyproject.toml: 10 clients, 3 rounds
+CONFIG = {
+    "dataset": {"name": "mnist"},
+    "partition": {"name": "iid", "n_clients": 10, "seed": 0},
+    "model": {"name": "logistic_regression", "in_features": 784, "num_classes": 10, "seed": 0},
+    "sampler": {"name": "markov_optimal", "m": 3, "m_prime": 2, "seed": 0},
+    "training": {
+        "rounds": 3,
+        "local_steps": 2,
+        "batch_size": 16,
+        "eval_every": 1,
+        "lr": {"name": "constant", "lr": 0.05},
+        "algorithm": {"name": "fedavg"},
+        "client_chunk": 1,  # one client per step, as a Flower client trains: same bits
+    },
+}
+
+
+def pyproject_run_config() -> dict:
+    """The app's run configuration as Flower hands it to the apps: TOML tables flattened."""
+    with (app.APP_DIR / "pyproject.toml").open("rb") as f:
+        return flatten_dict(tomllib.load(f)["tool"]["flwr"]["app"]["config"])
+
+
+def test_the_apps_run_config_is_the_smoke_configuration(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # relative paths start from the working directory
+    parsed = app.parse_run_config(pyproject_run_config())
+    assert parsed.config == runs.resolve_config(CONFIG)
+    assert parsed.data_root == str(tmp_path / "data")
+    assert parsed.output == tmp_path / "flower_history.json"
+    assert parsed.model_output is None
+    assert (parsed.on_failure, parsed.timeout) == ("renormalise", 600.0)
+    assert app.SECTIONS == runs._SECTIONS
+
+
+def test_the_app_is_no_package_of_the_project():
+    from setuptools import find_packages
+
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        include = tomllib.load(f)["tool"]["setuptools"]["packages"]["find"]["include"]
+    packages = find_packages(str(ROOT), include=include)
+    assert "aoi_fl.flower" in packages
+    assert all(p == "aoi_fl" or p.startswith("aoi_fl.") for p in packages)
+
+
+def test_a_config_file_is_the_whole_configuration(tmp_path):
+    other = {**CONFIG, "sampler": {"name": "uniform", "s": 2, "seed": 1}}
+    (tmp_path / "run.json").write_text(json.dumps(other))
+    run_config = {**pyproject_run_config(), "config-file": str(tmp_path / "run.json")}
+    # the pyproject's inline sections are not used, the file's sampler has no m_prime
+    parsed = app.parse_run_config(run_config, overrides=["config-file"])
+    assert parsed.config == runs.resolve_config(other)
+
+
+def test_an_inline_option_given_with_a_config_file_is_refused(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps(CONFIG))
+    run_config = {
+        **pyproject_run_config(),
+        "config-file": str(tmp_path / "run.json"),
+        "training.rounds": 5,
+    }
+    with pytest.raises(ValueError, match=r"training.rounds=5 given with config-file="):
+        app.parse_run_config(run_config, overrides=["config-file", "training.rounds"])
+
+
+@pytest.mark.parametrize(
+    ("keys", "message"),
+    [
+        ({"datset.name": "mnist"}, r"'datset.name' \(= 'mnist'\) is not an option.*allowed"),
+        ({"rounds": 5}, r"'rounds' \(= 5\) is not an option.*'<section>.<option>'"),
+        ({"sampler": "uniform"}, r"'sampler' \(= 'uniform'\) must be given option by option"),
+        ({"training.lr": 0.1}, r"'training.lr' \(= 0.1\) is also a table of options"),
+        (
+            {"training.lr.lr": 0.1, "training.lr.lr.x": 1},
+            r"'training.lr.lr.x' \(= 1\) needs 'training.lr.lr' to be a table",
+        ),
+    ],
+)
+def test_an_unknown_key_is_named_with_its_value_and_what_is_allowed(keys, message):
+    with pytest.raises(ValueError, match=message):
+        app.parse_run_config({**pyproject_run_config(), **keys})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "error", "message"),
+    [
+        ("timeout", -1.0, ValueError, r"run config timeout must be > 0.0, got -1.0"),
+        ("timeout", "10", TypeError, r"run config timeout must be a real number, got '10'"),
+        ("on-failure", "retry", ValueError, r"on-failure 'retry'; valid: drop, error"),
+        ("output", "", TypeError, r"output='' must be a non-empty string"),
+        ("data-root", 3, TypeError, r"data-root=3 must be a non-empty string"),
+        ("config-file", 1, TypeError, r"config-file=1 must be a string"),
+        ("config-file", "missing.json", ValueError, r"config-file='missing.json' .* readable"),
+        ("sampler.m", 0, ValueError, r"sampler"),
+        ("sampler.mm", 3, ValueError, r"unknown options \['mm'\]"),
+        ("training.rounds", "3", TypeError, r"training.rounds='3' must be a number"),
+    ],
+)
+def test_a_bad_value_is_refused_before_anything_trains(key, value, error, message):
+    with pytest.raises(error, match=message):
+        app.parse_run_config({**pyproject_run_config(), key: value})
+
+
+def test_a_config_file_must_hold_a_configuration(tmp_path):
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "broken.json").write_text("{")
+    for name, message in [("list.json", "holds a list"), ("broken.json", "readable JSON")]:
+        with pytest.raises(ValueError, match=message):
+            app.parse_run_config({"config-file": str(tmp_path / name)})
+
+
+def test_the_nodes_read_their_configuration_from_the_run_config(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    context = SimpleNamespace(run_config=pyproject_run_config())
+    assert app.node_config(context) == runs.resolve_config(CONFIG)
+    assert app.node_data_root(context) == str(tmp_path / "data")
+
+
+def test_one_node_per_client():
+    app.check_nodes(10, 10)
+    with pytest.raises(ValueError, match=r"num-supernodes=2 .* partition.n_clients=10") as err:
+        app.check_nodes(2, 10)
+    assert "--federation-config num-supernodes=10" in str(err.value)
+
+
+def test_a_result_that_cannot_be_written_fails_before_the_run(tmp_path):
+    (tmp_path / "file").write_text("")
+    app._require_writable({"output": tmp_path / "new" / "history.json", "model-output": None})
+    with pytest.raises(ValueError, match=r"run config output='.*/file/h.json': cannot create"):
+        app._require_writable({"output": tmp_path / "file" / "h.json"})
+
+
+def test_flowers_processes_reach_no_network(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", "auto")
+    monkeypatch.setenv("FLWR_TELEMETRY_ENABLED", "1")
+    env = app.flower_environment(tmp_path)
+    assert env["FLWR_TELEMETRY_ENABLED"] == "0" and env["RAY_USAGE_STATS_ENABLED"] == "0"
+    assert env["FLWR_DISABLE_UPDATE_CHECK"] == "1"
+    assert env["FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION"] == "1"
+    assert env["FLWR_HOME"] == str(tmp_path) and "RAY_ADDRESS" not in env
+    assert env["PYTHONPATH"].split(":")[0] == str(ROOT)
+
+
+def test_what_cannot_run_is_refused_before_flower_starts(tmp_path, user_module):
+    with pytest.raises(ValueError, match=rf"sampler '{user_module}' \(registered by user_"):
+        app.run_flower_app({**CONFIG, "sampler": {"name": user_module, "seed": 0}})
+    with pytest.raises(ValueError, match="must be a Flower App's folder"):
+        app.run_flower_app(CONFIG, app_dir=tmp_path)
+    with pytest.raises(ValueError, match="timeout must be > 0.0"):
+        app.run_flower_app(CONFIG, timeout=0)
+
+
+@pytest.mark.slow
+def test_flwr_run_of_the_app_reproduces_the_in_process_run():
+    # both sides with one torch thread (run_both; the app's clients and server use one)
+    flower, trainer = simulation.run_both(CONFIG, "data", num_cpus=2, flower=app.run_flower_app)
+    history = trainer.history
+    for key in ("lr", "selected", "weights", "update_norms", "test_loss", "test_accuracy"):
+        assert flower.history[key] == history[key], key
+    assert flower.history["eval_round"] == history["eval_round"] == [0, 1, 2, 3]
+    assert flower.history["failed"] == [[], [], []]
+    for k, v in trainer.reported_params().items():
+        np.testing.assert_array_equal(flower.final_params[k], v.numpy())
+    assert all(simulation.agreement(flower, trainer).values())
