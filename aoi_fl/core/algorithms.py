@@ -150,13 +150,18 @@ class Algorithm:
         ``global_params`` is the initial model x^(0)); default none."""
         return {}
 
+    def start_models(self, count: int, global_params: Params, sent: Params) -> Params:
+        """The models ``count`` clients start their local steps from (stacked), as the server
+        knows them from what it sent; default the global model."""
+        return stack(global_params, count)
+
     def client_begin(
         self, t: int, lr: float, count: int, global_params: Params, sent: Params, own: Params
     ) -> tuple[Params, dict[str, torch.Tensor]]:
         """``count`` clients' starting parameters and per-round state (both stacked), from the
         global model, what the server sent them (:meth:`server_message`) and their persistent
-        states ``own`` (stacked); default the global model, no state."""
-        return stack(global_params, count), {}
+        states ``own`` (stacked); default :meth:`start_models`, no state."""
+        return self.start_models(count, global_params, sent), {}
 
     def local_step(
         self, params: Params, grads: Params, lr: float, state: dict[str, torch.Tensor]
@@ -180,7 +185,7 @@ class Algorithm:
         self, global_params: Params, updates: ClientUpdates, upload: Params
     ) -> Params:
         """The new global parameters from the clients' models (``updates``, whose ``start`` is
-        the global model) and uploads; updates the server's state (must not modify
+        :meth:`start_models`) and uploads; updates the server's state (must not modify
         ``global_params`` in place)."""
         raise NotImplementedError
 

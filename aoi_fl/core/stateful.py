@@ -1,10 +1,11 @@
 """Building blocks of federated methods that keep per-client state across rounds.
 
-- :class:`LatestTable`: the latest vector each client sent (a table with one row per client)
-  and the running sum of the rows. FedSUM's (h_i, y = sum_i h_i), SCAFFOLD's (c_i, N c), MIFA's
-  and FedVARP's tables of the clients' latest updates, and FedAWE's local models are all this.
-- :func:`zeros64`: a client's float64 vector that starts at zero (FedSUM's h_i, SCAFFOLD's
-  c_i, before the client's first round).
+- :class:`LatestTable`: a server's table of the latest vector each client sent (one row per
+  client) and the running sum of the rows: SCAFFOLD's (c_i, N c), MIFA's and FedVARP's tables
+  of the clients' latest updates, and FedAWE's local models are all this.
+- :func:`zeros64`: a client's float64 vector that starts at zero (FedSUM's h_i before the
+  client's first round; the server keeps y = sum_i h_i beside it), and :func:`named`, the
+  tensors of one name in a client's state or a server's message.
 - :class:`MeanGradientClient`: the client side of methods that transmit the mean of their K
   local gradients (FedSUM family eqs 5 and 8, SCAFFOLD's new control variate). The gradients are
   summed during the local steps and the mean is sent as such: recovering it from the model
@@ -14,7 +15,8 @@
   would be summed into the server's aggregate for ever.
 
 Tables and sums are float64, so that the server's running sums stay equal to the sums of the
-rows (FedSUM's eq. 7) to float64 rounding over thousands of rounds.
+rows (FedSUM's eq. 7: y moved by the deltas u_i - h_i) to float64 rounding over thousands of
+rounds.
 """
 
 from __future__ import annotations

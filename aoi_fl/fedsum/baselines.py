@@ -20,7 +20,7 @@ import torch
 
 from aoi_fl.core.algorithms import Algorithm, ClientUpdates
 from aoi_fl.core.registry import PALETTE, Style, register_algorithm
-from aoi_fl.core.stateful import LatestTable, MeanGradientClient, named, require_server_lr, zeros64
+from aoi_fl.core.stateful import LatestTable, MeanGradientClient, named, require_server_lr
 from aoi_fl.core.tensors import (
     Params,
     cast_like,
@@ -36,12 +36,12 @@ from aoi_fl.core.validation import require_int, require_real
 class Scaffold(MeanGradientClient):
     """SCAFFOLD (Karimireddy et al. 2020, option II) in the single-upload form (Huang et al.).
 
-    Client i keeps c_i; the server keeps the sum of the c_i (so c = their mean) and sends c
-    with the model. Local steps x <- x - eta_l (g - c_i + c); the client uploads
-    delta_i = u_i - c_i with u_i the mean of its K_i gradients (the new c_i, summed exactly, see
-    :mod:`aoi_fl.core.stateful`). Server: x <- x - eta_g eta_l (1/|S|) sum_i K_i (c + delta_i)
-    (= x + eta_g mean_i Delta x_i) and c <- c + (1/N) sum_i delta_i, i.e. c stays the mean of
-    the c_i.
+    Local steps x <- x - eta_l (g - c_i + c); the client sends u_i, the mean of its K_i
+    gradients (the new c_i, summed exactly, see :mod:`aoi_fl.core.stateful`). The server keeps
+    the table of the c_i (it receives every new one) and their sum, and sends each selected
+    client its correction c - c_i with the model (2 down, 1 up); the clients keep no state.
+    Server: x <- x - eta_g eta_l (1/|S|) sum_i K_i (c + u_i - c_i) (= x + eta_g mean_i Delta x_i)
+    and c_i <- u_i, so c stays the mean of the c_i.
     """
 
     name = "scaffold"
@@ -51,49 +51,35 @@ class Scaffold(MeanGradientClient):
         self.server_lr = require_server_lr(server_lr)
 
     def setup(self, n_clients: int, global_params: Params) -> None:
-        self.n = require_int("n_clients", n_clients, minimum=1)
         super().setup(n_clients, global_params)
-        self.total = {
-            k: torch.zeros_like(v) for k, v in named(self.client_state(global_params), "c").items()
-        }
-
-    @property
-    def c(self) -> Params:
-        """The server's control variate c = (1/N) sum_i c_i."""
-        return {k: v / self.n for k, v in self.total.items()}
-
-    def client_state(self, global_params: Params) -> Params:
-        return zeros64(global_params, "c")
+        self.controls = LatestTable(n_clients, global_params)
 
     def server_message(self, t: int, ids: np.ndarray, global_params: Params, lr: float) -> Params:
-        return {f"c.{k}": v.expand(len(ids), *v.shape) for k, v in self.c.items()}
+        c, c_i = self.controls.mean(), self.controls.get(ids)
+        return {f"correction.{k}": c[k] - c_i[k] for k in c}
 
     def client_begin(
         self, t: int, lr: float, count: int, global_params: Params, sent: Params, own: Params
     ) -> tuple[Params, dict[str, torch.Tensor]]:
-        c, c_i = named(sent, "c"), named(own, "c")
-        correction = {k: c[k] - c_i[k] for k in c}
-        return self.start_from_global(count, global_params, correction)
+        return self.start_from_global(count, global_params, named(sent, "correction"))
 
     def client_end(self, updates: ClientUpdates, own: Params) -> tuple[Params, Params]:
-        u, c_i = self.mean_gradients(updates), named(own, "c")
-        delta = {f"delta.{k}": v - c_i[k] for k, v in u.items()}
-        return delta, {f"c.{k}": v for k, v in u.items()}
+        return {f"u.{k}": v for k, v in self.mean_gradients(updates).items()}, own
 
     def server_update(
         self, global_params: Params, updates: ClientUpdates, upload: Params
     ) -> Params:
         if updates.ids.size == 0:
             return global_params
-        c, delta = self.c, named(upload, "delta")
-        for k, d in delta.items():
-            self.total[k] += d.sum(dim=0)
-        steps = torch.as_tensor(updates.steps, dtype=torch.float64, device=device_of(c))
-        moves = {k: steps.view(-1, *([1] * v.dim())) * (v + delta[k]) for k, v in c.items()}
+        c = self.controls.mean()
+        u = named(upload, "u")
+        old = self.controls.replace(updates.ids, u)
+        steps = torch.as_tensor(updates.steps, dtype=torch.float64, device=self.controls.device)
+        moves = {k: steps.view(-1, *([1] * v.dim())) * (v + u[k] - old[k]) for k, v in c.items()}
         return moved(global_params, mean_over_clients(moves), -self.server_lr * updates.lr)
 
     def server_state(self) -> dict[str, torch.Tensor]:
-        return {f"c_sum.{k}": v for k, v in self.total.items()}
+        return self.controls.state_dict("c")
 
     def config(self) -> dict:
         return {"name": self.name, "server_lr": self.server_lr}
@@ -247,10 +233,8 @@ class FedAWE(Algorithm):
     def server_message(self, t: int, ids: np.ndarray, global_params: Params, lr: float) -> Params:
         return {f"x.{k}": v for k, v in self._stale(ids, global_params).items()}
 
-    def client_begin(
-        self, t: int, lr: float, count: int, global_params: Params, sent: Params, own: Params
-    ) -> tuple[Params, dict[str, torch.Tensor]]:
-        return {k: v.clone() for k, v in named(sent, "x").items()}, {}
+    def start_models(self, count: int, global_params: Params, sent: Params) -> Params:
+        return {k: v.clone() for k, v in named(sent, "x").items()}
 
     def _clipped(self, v: Params) -> Params:
         if self.clip is None:
@@ -264,12 +248,9 @@ class FedAWE(Algorithm):
     ) -> Params:
         idx = client_index(updates.ids, self.echo.device)
         if idx.numel():
-            # the clients started from their stale models, which the server sent (its table)
-            start = self._stale(updates.ids, global_params)
-            deltas = {k: v - start[k] for k, v in updates.params.items()}
             echo = self.echo.index_select(0, idx) / idx.numel()
-            innovation = self._clipped(mean_over_clients(deltas, echo))
-            gossip = mean_over_clients(start)
+            innovation = self._clipped(mean_over_clients(updates.deltas(), echo))
+            gossip = mean_over_clients(updates.start)
             server = cast_like(moved(gossip, innovation, self.server_lr), global_params)
             self.local.replace(updates.ids, stack(server, idx.numel()))
         self.echo += 1

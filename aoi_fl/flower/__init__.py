@@ -1,11 +1,17 @@
-"""The selection policies of this project inside Flower (optional extra ``flower``).
+"""The selection policies and the algorithms of this project inside Flower (optional extra
+``flower``).
 
 - :mod:`aoi_fl.flower.strategy`: :class:`SamplerStrategy`, a Flower strategy (the Message API,
-  ``flwr.serverapp.strategy.Strategy``) that selects clients with any ``aoi_fl`` sampler and
-  aggregates their replies in client-index order, in float64, with the selection's weights;
-- :mod:`aoi_fl.flower.client`: a ``ClientApp`` that answers the strategy's index query and
-  trains a client with this project's models, partitions and mini-batch streams;
-- :mod:`aoi_fl.flower.simulation`: a whole Flower simulation from one configuration.
+  ``flwr.serverapp.strategy.Strategy``) that selects clients with any ``aoi_fl`` sampler, asks
+  the nodes whether they are available when the run has an availability model, and runs the
+  server side of any ``aoi_fl`` algorithm on their replies, in client-index order;
+- :mod:`aoi_fl.flower.client`: a ``ClientApp`` that answers the strategy's queries and runs the
+  algorithm's client side with this project's models, partitions and mini-batch streams,
+  keeping the client's state in the node;
+- :mod:`aoi_fl.flower.simulation`: the ServerApp's job (:func:`serve`) and a whole Ray
+  simulation from one configuration; :mod:`aoi_fl.flower.app`: the project's Flower App
+  (``flower-app/``, ``flwr run``); :mod:`aoi_fl.flower.inprocess`: the same strategy and
+  ClientApp without Ray, in seconds; :mod:`aoi_fl.flower.figures`: notebook 18's tables.
 
 Importing this package turns Flower's and Ray's usage telemetry off for this process and the
 processes it starts (nothing the project runs may reach the network), and keeps their

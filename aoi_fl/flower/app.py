@@ -71,6 +71,10 @@ APP_OPTIONS: dict[str, Any] = {
 }
 #: the sections of a run configuration (:func:`aoi_fl.pipeline.runs.resolve_config`)
 SECTIONS = ("dataset", "partition", "model", "sampler", "training", "availability")
+#: environment variables that make the CLI colour its output (which a Jupyter kernel sets)
+COLOUR_FORCING = ("FORCE_COLOR", "CLICOLOR_FORCE", "PY_COLORS")
+#: how many times ``flwr ls`` is asked for a finished run's status
+LS_ATTEMPTS = 5
 #: the name of the SuperLink connection :func:`run_flower_app` runs the app on
 CONNECTION = "aoi-fl"
 #: the app's directory in a checkout of the repository (:func:`run_flower_app`'s default)
@@ -282,11 +286,14 @@ def serve_run(grid: Grid, context: Context) -> FlowerRun:
 def flower_environment(flwr_home: str | os.PathLike) -> dict[str, str]:
     """This process's environment for Flower's processes: :data:`FLOWER_ENV`, Flower's files
     under ``flwr_home``, this interpreter's scripts first on the path (the SuperLink starts the
-    others by name) and this checkout's ``aoi_fl`` first on the Python path; no ``RAY_ADDRESS``
+    others by name) and this checkout's ``aoi_fl`` first on the Python path; no colours
+    (:data:`COLOUR_FORCING`: the CLI's JSON must parse); no ``RAY_ADDRESS``
     (the simulation starts a Ray instance of its own, as
     :func:`aoi_fl.flower.simulation.run_flower` does)."""
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    # a Jupyter kernel sets FORCE_COLOR and CLICOLOR_FORCE, and the CLI then colours its JSON
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", *COLOUR_FORCING)}
     env.update(FLOWER_ENV)
+    env["NO_COLOR"] = "1"
     env["FLWR_HOME"] = str(flwr_home)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     root = str(Path(__file__).resolve().parents[2])
@@ -389,13 +396,20 @@ def _run_app(app_dir: Path, overrides: Path, federation: str, env: dict, quiet: 
         started = re.search(r"Successfully started run (\d+)", log)
         if code or started is None:
             raise RuntimeError(f"`flwr run` did not start the run:\n{log[-3000:]}")
-        # --stream ends with the run's log whether the run completed or failed
-        _, listed = _flwr(env, "ls", connection, "--run-id", started.group(1), "--format", "json")
-    try:
-        (row,) = json.loads(listed)["runs"]
-        status, details = row["status"], row["status-details"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise RuntimeError(f"`flwr ls` did not describe the run: {listed}") from exc
+        # --stream ends with the run's log whether the run completed or failed; the CLI's
+        # warnings share its output with the JSON, and a busy SuperLink may answer late
+        for attempt in range(LS_ATTEMPTS):
+            _, listed = _flwr(
+                env, "ls", connection, "--run-id", started.group(1), "--format", "json"
+            )
+            try:
+                (row,) = json.loads(listed[listed.find("{") :])["runs"]
+                status, details = row["status"], row["status-details"]
+                break
+            except (ValueError, KeyError, TypeError) as exc:
+                if attempt == LS_ATTEMPTS - 1:
+                    raise RuntimeError(f"`flwr ls` did not describe the run: {listed}") from exc
+                time.sleep(2.0)
     if status != "finished:completed":
         raise RuntimeError(f"the Flower run ended {status}: {details}\n{log[-3000:]}")
 
@@ -438,9 +452,9 @@ def run_flower_app(
     The configuration goes to the app as a temporary file (``config-file``), run by a SuperLink
     of this call's own (a free port, a temporary Flower home, the environment of
     :func:`flower_environment`) that is stopped when the run ends: one node per client, one
-    CPU per node, a Ray instance of ``num_cpus`` CPUs. What cannot run (a configuration, an
-    algorithm Flower cannot aggregate, a sampler only this process has registered) is refused
-    before anything starts. ``quiet=False`` prints the run's log as it streams.
+    CPU per node, a Ray instance of ``num_cpus`` CPUs. What cannot run (a configuration, a
+    sampler the strategy refuses, a sampler or algorithm only this process has registered) is
+    refused before anything starts. ``quiet=False`` prints the run's log as it streams.
     """
     resolved = resolve_config(config)
     timeout = require_real("timeout", timeout, minimum=0.0, strict_minimum=True)

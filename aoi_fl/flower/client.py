@@ -12,14 +12,16 @@ state, since Flower reuses one process for many virtual clients), and replies wi
 parameters, its upload, its steps and its data size.
 
 **The node's state.** What the algorithm keeps on a client between its rounds (FedSUM's h_i,
-FedSUM-CR's z_i and a_i, SCAFFOLD's c_i) lives in the node's ``context.state``, which Flower
-keeps from round to round; a client not selected for a while keeps it unchanged, as the
-algorithm defines. A node started with ``--node-config "state-dir='<dir>'"`` also writes it
-to ``<dir>/client-<i>.npz`` after every round it trains, so that a node that restarts (a
-fresh ``context.state``) resumes from it. A restarted node without that copy cannot rebuild
-a state only it held: its reply is an error naming what it lost (the strategy's
-``on_failure`` decides), never a silent reset to the initial state; the server tells it
-whether it has trained before (``seen``).
+FedSUM-CR's z_i and a_i) lives in the node's ``context.state``, which Flower keeps from round to
+round; a client not selected for a while keeps it unchanged, as the algorithm defines. Every
+training message says which round of this client's the server last used (``accepted``): the
+node keeps the state it began its last round from and the one that round produced, and takes
+the second only if the server used that reply, so a reply lost on its way leaves node and
+server in step. A node started with ``--node-config "state-dir='<dir>'"`` also writes both to
+``<dir>/run-<run id>/client-<i>.npz`` after every round it trains, so a node that restarts (a
+fresh ``context.state``) resumes from it. A restarted node without that copy cannot rebuild a
+state only it held: its reply is an error naming what it lost (the strategy's ``on_failure``
+decides), never a silent reset to the initial state.
 
 **Availability.** Asked whether it takes part in round t, the node answers from the run's
 availability model (:mod:`aoi_fl.core.availability`, built from the same configuration and
@@ -90,37 +92,76 @@ def client_index(context: Context) -> int:
 
 def _state_file(context: Context, client: int) -> Path | None:
     folder = context.node_config.get("state-dir")
-    return None if not folder else Path(str(folder)) / f"client-{client}.npz"
+    if not folder:
+        return None
+    return Path(str(folder)) / f"run-{context.run_id}" / f"client-{client}.npz"
+
+
+def _saved(context: Context, client: int) -> dict[str, np.ndarray] | None:
+    """What the node kept: from ``context.state``, else from its copy on disk, else None."""
+    if STATE in context.state:
+        return {k: v.numpy() for k, v in context.state[STATE].items()}
+    path = _state_file(context, client)
+    if path is None or not path.exists():
+        return None
+    with np.load(path) as saved:
+        return {k: saved[k].copy() for k in saved.files}
 
 
 def load_state(
-    trainer: FederatedTrainer, context: Context, client: int, seen: bool
+    trainer: FederatedTrainer, context: Context, client: int, accepted: int
 ) -> dict[str, torch.Tensor]:
-    """The client's persistent state: the node's, else its copy on disk (a restarted node),
-    else the algorithm's initial state if the client has never trained (module docstring)."""
-    if STATE in context.state:
-        return {k: torch.from_numpy(v.numpy().copy()) for k, v in context.state[STATE].items()}
+    """The client's persistent state as of round ``accepted``, the last round whose reply the
+    server used (-1: none, the algorithm's initial state). The node keeps two states: the one
+    it began its last round from (committed, as of the round before) and the one that round
+    produced (pending, until the server says it used the reply); a reply that was lost leaves
+    the server at the committed state, and so the node."""
     initial = trainer.algorithm.client_state(trainer.params)
-    path = _state_file(context, client)
-    if path is not None and path.exists():
-        with np.load(path) as saved:
-            return {k: torch.from_numpy(saved[k].copy()) for k in initial}
-    if seen and initial:
+    if not initial or accepted < 0:
+        return initial
+    saved = _saved(context, client)
+    name = trainer.algorithm.name
+    if saved is None:
         raise RuntimeError(
-            f"client {client} has trained before but its node lost its state "
-            f"({', '.join(sorted(initial))}) and has no copy on disk: "
-            f"{trainer.algorithm.name} cannot rebuild it (start the node with "
+            f"client {client} has trained before (the server used its reply of round "
+            f"{accepted}) but its node lost its state ({', '.join(sorted(initial))}) and has no "
+            f"copy on disk: {name} cannot rebuild it (start the node with "
             "--node-config \"state-dir='<dir>'\" to keep it across restarts)"
         )
-    return initial
+    committed, pending = (int(r) for r in saved["rounds"])
+    which = {pending: "pending", committed: "committed"}.get(accepted)
+    expected = {
+        f"{w}.{k}": tuple(v.shape) for w in ("committed", "pending") for k, v in initial.items()
+    }
+    found = {k: tuple(v.shape) for k, v in saved.items() if k != "rounds"}
+    if which is None or found != expected:
+        raise RuntimeError(
+            f"client {client}'s node holds {name} states of rounds {committed} and {pending} "
+            f"with tensors {found}, but the server used its reply of round {accepted} and "
+            f"{name} keeps {expected}"
+        )
+    return {k: torch.from_numpy(saved[f"{which}.{k}"].copy()) for k in initial}
 
 
-def save_state(context: Context, client: int, own: dict[str, torch.Tensor]) -> None:
-    """Keep ``own`` in the node's state, and on disk when the node has a state folder
-    (written whole, then renamed: a node killed while writing keeps its previous copy)."""
-    if not own:
+def save_state(
+    context: Context,
+    client: int,
+    committed: dict[str, torch.Tensor],
+    accepted: int,
+    pending: dict[str, torch.Tensor],
+    t: int,
+) -> None:
+    """Keep the state the client began round t from (``committed``, as of round
+    ``accepted``) and the one round t produced (``pending``) in the node's state, and on disk
+    when the node has a state folder (written whole, then renamed: a node killed while writing
+    keeps its previous copy)."""
+    if not pending:
         return
-    arrays = {k: v.detach().cpu().numpy() for k, v in own.items()}
+    arrays = {
+        **{f"committed.{k}": v.detach().cpu().numpy() for k, v in committed.items()},
+        **{f"pending.{k}": v.detach().cpu().numpy() for k, v in pending.items()},
+        "rounds": np.array([accepted, t], dtype=np.int64),
+    }
     context.state[STATE] = ArrayRecord({k: Array(v) for k, v in arrays.items()})
     path = _state_file(context, client)
     if path is not None:
@@ -229,7 +270,8 @@ def client_app(
         sent = message.content[CONFIG]
         client = client_index(context)
         trainer = _trainer(json.dumps(run_config, sort_keys=True), root)
-        own = load_state(trainer, context, client, bool(sent.get("seen", False)))
+        accepted = int(sent["accepted"])
+        own = load_state(trainer, context, client, accepted)
         extra = message.content[EXTRA] if EXTRA in message.content else None
         result = train_client(
             run_config,
@@ -243,7 +285,7 @@ def client_app(
             else {k: torch.from_numpy(v.numpy().copy()) for k, v in extra.items()},
             own,
         )
-        save_state(context, client, result.own)
+        save_state(context, client, own, accepted, result.own, int(sent["round"]))
         content = RecordDict(
             {
                 ARRAYS: ArrayRecord({k: Array(v.numpy()) for k, v in result.params.items()}),

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
+import torch
 from flwr.app import Context, Error, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.common.constant import ErrorCode
@@ -32,6 +33,7 @@ class InProcessGrid:
     answers. Each node keeps one ``Context`` for the whole run, as Flower keeps a node's state
     from round to round. ``fail`` names nodes whose training replies are errors; ``silent``
     nodes never answer a training message (a reply that does not come before the timeout);
+    ``lost`` nodes train (their state moves on) but their training replies never arrive;
     ``restart`` holds (node, round t) pairs: the node restarts before its message of round t,
     with a fresh ``context.state``; ``node_config`` is added to every node's configuration.
     """
@@ -42,11 +44,14 @@ class InProcessGrid:
         partition_ids: Mapping[int, int],
         fail: Iterable[int] = (),
         silent: Iterable[int] = (),
+        lost: Iterable[int] = (),
         restart: Iterable[tuple[int, int]] = (),
         node_config: Mapping[str, Any] | None = None,
     ) -> None:
         self.app, self.partition_ids = app, partition_ids
         self.fail, self.silent, self.restart = set(fail), set(silent), set(restart)
+        self.lost = set(lost)
+        self.timeouts: list[float | None] = []  # the timeout of every send_and_receive
         self.sent: list[tuple[str, int]] = []  # (message type, node) of every message
         self.contexts = {
             node: Context(
@@ -68,6 +73,7 @@ class InProcessGrid:
         """Each message answered by its node's ClientApp, in reverse order (Flower delivers
         replies in completion order, not in the order sent); nothing for a silent node. An
         exception in the ClientApp is an error reply, as in Flower's runtime."""
+        self.timeouts.append(timeout)
         replies = []
         for message in messages:
             node, kind = message.metadata.dst_node_id, message.metadata.message_type
@@ -82,7 +88,9 @@ class InProcessGrid:
                 if (node, t) in self.restart:
                     self.contexts[node].state = RecordDict()
             try:
-                replies.append(self.app(message, self.contexts[node]))
+                reply = self.app(message, self.contexts[node])
+                if not (kind == "train" and node in self.lost):
+                    replies.append(reply)
             except Exception as error:  # noqa: BLE001  (as Flower's runtime: an error reply)
                 reason = f"{type(error)}:<'{error}'>"
                 replies.append(
@@ -119,8 +127,12 @@ def run_in_process(
     server = build_trainer(resolved, data_root, device="cpu")
     nodes = node_ids(server.sampler.n)
     nodes_grid = InProcessGrid(client_app(resolved, data_root, threads), nodes, **grid)
-    with task_identity():
-        return serve(nodes_grid, server, on_failure=on_failure, timeout=timeout)
+    before = torch.get_num_threads()  # the ClientApp sets the clients' count in this process
+    try:
+        with task_identity():
+            return serve(nodes_grid, server, on_failure=on_failure, timeout=timeout)
+    finally:
+        torch.set_num_threads(before)
 
 
 @contextlib.contextmanager

@@ -60,7 +60,13 @@ def serve(
     run's configuration, :func:`aoi_fl.pipeline.runs.build_trainer`, whose rounds are not run):
     :class:`SamplerStrategy` over the ``grid``'s nodes for ``training.rounds`` rounds, the
     reported model evaluated centrally every ``eval_every`` rounds and after the last one.
-    ``timeout``: the seconds a round waits for its replies (and the start for its nodes)."""
+    ``timeout``: the seconds the start waits for its nodes and a round for its replies (and,
+    with an availability model, for the nodes' answers before it selects)."""
+    if server.round:
+        raise ValueError(
+            f"serve runs a trainer's rounds from the start; this one has run {server.round} "
+            "(build a fresh one with aoi_fl.pipeline.runs.build_trainer)"
+        )
     strategy = SamplerStrategy.from_trainer(server, on_failure)
     rounds, every = server.settings.rounds, server.settings.eval_every
     evaluations: dict[str, list] = {"eval_round": [], "test_loss": [], "test_accuracy": []}

@@ -68,7 +68,6 @@ from flwr.supercore import log
 
 from aoi_fl.core.algorithms import Algorithm, ClientUpdates, FedAvg, update_norms
 from aoi_fl.core.selection import Sampler, check_available_selection
-from aoi_fl.core.tensors import stack
 from aoi_fl.core.train import AVAILABILITY_KEY, FederatedTrainer
 from aoi_fl.core.validation import require_choice, require_real
 
@@ -118,8 +117,9 @@ class SamplerStrategy(Strategy):
     every training message (``config["lr"]``, with ``config["round"]`` = t). ``algorithm``
     (default FedAvg's eq. 15) is set up from the initial model when the run starts; the
     clients must run the same algorithm (:func:`aoi_fl.flower.client.client_app` builds it
-    from the same configuration). ``availability``: the model the nodes follow, or None when
-    every node takes part in every round (no availability queries).
+    from the same configuration). ``availability``: whether the nodes follow an availability
+    model (each round then starts with an availability query, which waits up to ``timeout``
+    too, so such a round may take twice ``timeout``), or every node takes part in every round.
     """
 
     def __init__(
@@ -148,6 +148,18 @@ class SamplerStrategy(Strategy):
             raise TypeError(
                 f"algorithm must be an aoi_fl Algorithm, got {type(algorithm).__name__}"
             )
+        # the in-process drivers run both sides at once: Flower runs the sides apart
+        merged = [
+            m
+            for m in ("client_start", "aggregate")
+            if getattr(type(algorithm), m) is not getattr(Algorithm, m)
+        ]
+        if merged:
+            raise ValueError(
+                f"algorithm {algorithm.name!r} overrides {merged}, which run the client and the "
+                "server in one process: Flower needs its two sides (implement client_begin, "
+                "client_end, server_message and server_update instead)"
+            )
         if availability and not sampler.availability_aware:
             raise ValueError(
                 f"sampler {sampler.name!r} cannot select under an availability model "
@@ -162,9 +174,12 @@ class SamplerStrategy(Strategy):
         }
         if self.availability:
             self.history[AVAILABILITY_KEY] = []
-        self.seen: set[int] = set()  # clients whose training reply arrived
+        #: client -> the last round whose training reply the server used (the node commits
+        #: the state it kept from that round, and drops one from a round whose reply was lost)
+        self.accepted: dict[int, int] = {}
         self._round: dict | None = None
-        self._timeout: float | None = None
+        # Flower's own default; start() sets the run's
+        self._timeout = 3600.0
 
     @classmethod
     def from_trainer(cls, trainer: FederatedTrainer, on_failure: str = "renormalise"):
@@ -276,11 +291,12 @@ class SamplerStrategy(Strategy):
         else:
             selection = self.sampler.sample()
         lr = float(self.lr_schedule(t))
-        self._round = {"t": t, "lr": lr, "selection": selection, "global": arrays}
         extra = self.algorithm.server_message(t, selection.ids, _tensors(arrays), lr)
+        self._round = {"t": t, "lr": lr, "selection": selection, "global": arrays, "sent": extra}
         messages = []
         for j, i in enumerate(selection.ids):
-            sent = ConfigRecord({**dict(config), "round": t, "lr": lr, "seen": int(i) in self.seen})
+            accepted = self.accepted.get(int(i), -1)
+            sent = ConfigRecord({**dict(config), "round": t, "lr": lr, "accepted": accepted})
             content = RecordDict({ARRAYS: arrays, CONFIG: sent})
             if extra:
                 content[EXTRA] = ArrayRecord({k: Array(v[j].numpy()) for k, v in extra.items()})
@@ -321,9 +337,9 @@ class SamplerStrategy(Strategy):
             used = used * (weights.sum() / used.sum())
         global_params = _tensors(r["global"])
         kept = ids[ok]
-        replied = {i: _tensors(received[int(i)][ARRAYS]) for i in kept}
+        replied = {int(i): _tensors(received[int(i)][ARRAYS]) for i in kept}
         uploads = {int(i): _rows(received[int(i)], EXTRA) for i in kept}
-        steps = [int(received[int(i)][METRICS]["steps"]) for i in kept]
+        steps = {int(i): int(received[int(i)][METRICS]["steps"]) for i in kept}
         drop_as_zero = (
             failed
             and self.on_failure == "drop"
@@ -335,20 +351,23 @@ class SamplerStrategy(Strategy):
             # a failed client's update counts as zero: it returns the model it was sent
             kept, used = ids, weights
             replied.update({int(i): global_params for i in ids[~ok]})
-            steps = [0] * ids.size
-        self.seen.update(int(i) for i in ids[ok])
+            steps.update({int(i): 0 for i in ids[~ok]})
+        # the clients' nodes commit the state of this round when told it was accepted
+        self.accepted.update({int(i): r["t"] for i in ids[ok]})
+        rows = torch.as_tensor(np.searchsorted(ids, kept), dtype=torch.int64)
+        sent = {k: v.index_select(0, rows) for k, v in r["sent"].items()}
         updates = ClientUpdates(
             t=r["t"],
             lr=r["lr"],
             ids=kept,
             weights=used,
-            start=stack(global_params, kept.size),
+            start=self.algorithm.start_models(kept.size, global_params, sent),
             params={
                 k: torch.stack([replied[int(i)][k] for i in kept]) if kept.size else v[None][:0]
                 for k, v in global_params.items()
             },
             state={},
-            steps=np.asarray(steps, dtype=np.int64),
+            steps=np.array([steps[int(i)] for i in kept], dtype=np.int64),
         )
         norms_all = update_norms(global_params, updates)
         norms = norms_all[np.isin(kept, ids[ok])]

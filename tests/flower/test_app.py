@@ -182,3 +182,12 @@ def test_flwr_run_of_the_app_reproduces_the_in_process_run():
     for k, v in trainer.reported_params().items():
         np.testing.assert_array_equal(flower.final_params[k], v.numpy())
     assert all(simulation.agreement(flower, trainer).values())
+
+
+def test_the_clis_environment_has_no_colours_a_kernel_forces(monkeypatch, tmp_path):
+    # a Jupyter kernel sets these, and the CLI then colours the JSON that `flwr ls` returns
+    for name in app.COLOUR_FORCING:
+        monkeypatch.setenv(name, "1")
+    env = app.flower_environment(tmp_path)
+    assert not set(app.COLOUR_FORCING) & set(env)
+    assert env["NO_COLOR"] == "1" and env["FLWR_HOME"] == str(tmp_path)
