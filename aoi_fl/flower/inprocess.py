@@ -23,7 +23,7 @@ from flwr.supercore.task_identity import TaskIdentity
 
 from aoi_fl.flower.client import client_app
 from aoi_fl.flower.simulation import FlowerRun, serve
-from aoi_fl.flower.strategy import CONFIG
+from aoi_fl.flower.strategy import AVAILABILITY_QUERY, CONFIG
 
 
 class InProcessGrid:
@@ -35,7 +35,8 @@ class InProcessGrid:
     nodes never answer a training message (a reply that does not come before the timeout);
     ``lost`` nodes train (their state moves on) but their training replies never arrive;
     ``restart`` holds (node, round t) pairs: the node restarts before its message of round t,
-    with a fresh ``context.state``; ``node_config`` is added to every node's configuration.
+    with a fresh ``context.state``; ``away`` nodes never answer the availability query (a node
+    that does not answer in time); ``node_config`` is added to every node's configuration.
     """
 
     def __init__(
@@ -45,12 +46,13 @@ class InProcessGrid:
         fail: Iterable[int] = (),
         silent: Iterable[int] = (),
         lost: Iterable[int] = (),
+        away: Iterable[int] = (),
         restart: Iterable[tuple[int, int]] = (),
         node_config: Mapping[str, Any] | None = None,
     ) -> None:
         self.app, self.partition_ids = app, partition_ids
         self.fail, self.silent, self.restart = set(fail), set(silent), set(restart)
-        self.lost = set(lost)
+        self.lost, self.away = set(lost), set(away)
         self.timeouts: list[float | None] = []  # the timeout of every send_and_receive
         self.sent: list[tuple[str, int]] = []  # (message type, node) of every message
         self.contexts = {
@@ -78,6 +80,8 @@ class InProcessGrid:
         for message in messages:
             node, kind = message.metadata.dst_node_id, message.metadata.message_type
             self.sent.append((kind, node))
+            if kind.endswith(AVAILABILITY_QUERY) and node in self.away:
+                continue
             if kind == "train":
                 if node in self.silent:
                     continue

@@ -189,6 +189,22 @@ def test_unavailable_nodes_decline_and_the_participation_is_the_trainers(algorit
     assert run.history["failed"] == [[]] * 7  # an unavailable node is never asked to train
 
 
+def test_a_node_that_does_not_answer_the_availability_query_is_away():
+    availability = {"name": "bernoulli", "mean": 0.5, "seed": 4}
+    cfg = config(
+        "fedsum", sampler={"name": "uniform", "s": 2, "seed": 1}, availability=availability
+    )
+    trainer = in_process(cfg)
+    client = max(range(N), key=lambda i: sum(i in ids for ids in trainer.history["selected"]))
+    node = {i: n for n, i in nodes().items()}[client]
+    run = flower(cfg, away=[node])
+    assert all(client not in ids for ids in run.history["selected"])
+    masks = trainer.availability
+    want = [int(masks.mask(t).sum()) - bool(masks.mask(t)[client]) for t in range(7)]
+    assert run.history["available"] == want
+    assert run.history["failed"] == [[]] * 7
+
+
 def test_a_silent_node_fails_its_round_after_the_timeout_with_the_counts():
     cfg = config("fedavg")
     first = in_process(cfg).history["selected"][0]
