@@ -77,7 +77,7 @@ lint: venv
 	$(VENV)/bin/lint-imports --no-logo --no-cache
 
 unit: venv data
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile tests
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=15 tests
 
 # a stranger's CPU rounds differently: the tests whose numbers depend on the kernels, run with
 # other kernels than this machine's defaults (scripts/foreign_cpu.py says which)

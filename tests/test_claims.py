@@ -104,8 +104,16 @@ def test_duplicate_keys_are_refused():
 
 
 @pytest.fixture(scope="module")
-def ledger():
-    return claims.ledger(claims.default_builders("cpu", str(ROOT / "results"), str(ROOT / "data")))
+def rows():
+    """Every claim of the committed cache, built once for the module (a build reads every
+    paper's cached runs: the longest part of these tests)."""
+    builders = claims.default_builders("cpu", str(ROOT / "results"), str(ROOT / "data"))
+    return [c for build in builders for c in build()]
+
+
+@pytest.fixture(scope="module")
+def ledger(rows):
+    return claims.ledger([lambda: rows])
 
 
 def findings() -> str:
@@ -143,17 +151,10 @@ def notebook_text(name: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.cpu_sensitive
-def test_a_notebook_prints_the_verdict_its_ledger_row_has(ledger):
-    from aoi_fl.pipeline.claims import default_builders
-
-    rows = [
-        c
-        for build in default_builders("cpu", str(ROOT / "results"), str(ROOT / "data"))
-        for c in build()
-        if c.printed_as
-    ]
-    assert len(rows) >= 4
-    for c in rows:
+def test_a_notebook_prints_the_verdict_its_ledger_row_has(rows):
+    printed = [c for c in rows if c.printed_as]
+    assert len(printed) >= 4
+    for c in printed:
         found = re.search(c.printed_as, notebook_text(c.notebook), flags=re.M)
         assert found, f"{c.key}: no line matching {c.printed_as!r} in {c.notebook}"
         assert found.group(1) == c.verdict, (c.key, found.group(0), c.verdict)

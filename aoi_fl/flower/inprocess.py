@@ -22,7 +22,7 @@ from flwr.common.constant import ErrorCode
 from flwr.supercore.task_identity import TaskIdentity
 
 from aoi_fl.flower.client import client_app
-from aoi_fl.flower.simulation import FlowerRun, serve
+from aoi_fl.flower.simulation import FlowerRun, flower_logs, serve
 from aoi_fl.flower.strategy import AVAILABILITY_QUERY, CONFIG
 
 
@@ -120,11 +120,13 @@ def run_in_process(
     on_failure: str = "renormalise",
     timeout: float = 600.0,
     threads: int = 1,
+    quiet: bool = True,
     **grid: Any,
 ) -> FlowerRun:
     """``config`` trained by Flower's strategy and ClientApp on an :class:`InProcessGrid` (a
     node per client, :func:`node_ids`; ``grid``: its failure switches, by node id): what
-    :func:`aoi_fl.flower.simulation.run_flower` does on Ray, the same records, in seconds."""
+    :func:`aoi_fl.flower.simulation.run_flower` does on Ray, the same records, in seconds.
+    ``quiet`` keeps Flower's log to errors (:func:`aoi_fl.flower.simulation.flower_logs`)."""
     from aoi_fl.pipeline.runs import build_trainer, resolve_config
 
     resolved = resolve_config(config)
@@ -133,7 +135,7 @@ def run_in_process(
     nodes_grid = InProcessGrid(client_app(resolved, data_root, threads), nodes, **grid)
     before = torch.get_num_threads()  # the ClientApp sets the clients' count in this process
     try:
-        with task_identity():
+        with task_identity(), flower_logs(quiet):
             return serve(nodes_grid, server, on_failure=on_failure, timeout=timeout)
     finally:
         torch.set_num_threads(before)

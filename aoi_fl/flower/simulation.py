@@ -17,10 +17,11 @@ the simulation's Ray actors, which ``flwr run``'s separate processes cannot rece
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,6 +99,24 @@ def serve(
     return FlowerRun({**copy.deepcopy(strategy.history), **evaluations}, final)
 
 
+@contextlib.contextmanager
+def flower_logs(quiet: bool) -> Iterator[None]:
+    """Flower's log kept to errors for the block when ``quiet``: its progress lines carry
+    timings and each round's accuracy, whose last digits depend on the CPU (a notebook's output
+    must not)."""
+    # importing Flower's logger module sets the level to DEBUG: it must not come after ours
+    import flwr.supercore.logger  # noqa: F401
+
+    logger = logging.getLogger("flwr")
+    level = logger.level
+    if quiet:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def run_flower(
     config: dict[str, Any],
     *,
@@ -134,11 +153,7 @@ def run_flower(
     init_args: dict[str, Any] = {"num_cpus": num_cpus, "include_dashboard": False}
     if quiet:
         init_args.update(logging_level=logging.ERROR, log_to_driver=False)
-    flwr_logger = logging.getLogger("flwr")
-    level = flwr_logger.level
-    if quiet:
-        flwr_logger.setLevel(logging.ERROR)
-    try:
+    with flower_logs(quiet):
         run_simulation(
             server_app=app,
             client_app=client_app(resolved, data_root, threads, shipped),
@@ -148,8 +163,6 @@ def run_flower(
                 "init_args": init_args,
             },
         )
-    finally:
-        flwr_logger.setLevel(level)
     if not done:
         raise RuntimeError("the Flower simulation ended without a result (see its log above)")
     return done[0]

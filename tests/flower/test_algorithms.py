@@ -4,6 +4,7 @@ a run equals the trainer's, record by record and bit for bit, also when nodes mi
 restart, are unavailable or stay silent."""
 
 import dataclasses
+import logging
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ pytest.importorskip("flwr")
 from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
 
 from aoi_fl.flower.client import client_app  # noqa: E402
-from aoi_fl.flower.inprocess import InProcessGrid, node_ids  # noqa: E402
+from aoi_fl.flower.inprocess import InProcessGrid, node_ids, run_in_process  # noqa: E402
 from aoi_fl.flower.simulation import serve  # noqa: E402
 from aoi_fl.flower.strategy import SamplerStrategy  # noqa: E402
 from aoi_fl.pipeline import runs  # noqa: E402
@@ -84,11 +85,7 @@ def in_process(cfg):
 
 
 def flower(cfg, on_failure="renormalise", timeout=60.0, **grid):
-    server = runs.build_trainer(cfg, "data", device="cpu")
-    app = client_app(runs.resolve_config(cfg), "data")
-    return serve(
-        InProcessGrid(app, nodes(), **grid), server, on_failure=on_failure, timeout=timeout
-    )
+    return run_in_process(cfg, on_failure=on_failure, timeout=timeout, **grid)
 
 
 def assert_same_run(run, trainer):
@@ -260,3 +257,12 @@ def test_an_algorithm_written_as_one_side_is_refused():
     trainer = runs.build_trainer(config("fedavg"), "data", device="cpu")
     with pytest.raises(ValueError, match=r"overrides \['aggregate'\].*implement client_begin"):
         SamplerStrategy(trainer.sampler, trainer.lr_schedule, Merged())
+
+
+def test_a_quiet_run_logs_nothing_below_errors_and_restores_the_threads(caplog):
+    # Flower's progress lines carry each round's accuracy, which notebooks must not print
+    torch.set_num_threads(2)
+    with caplog.at_level(logging.INFO, logger="flwr"):
+        flower(config("fedavg", rounds=2))
+    assert not [r for r in caplog.records if r.name == "flwr" and r.levelno < logging.ERROR]
+    assert torch.get_num_threads() == 2
