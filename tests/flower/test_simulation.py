@@ -29,19 +29,23 @@ CONFIG = {
 
 
 @pytest.mark.slow
-def test_a_flower_simulation_reproduces_the_in_process_run():
-    # 5 rounds of m = 3 of 10 clients, intervals of at most m' + 1 = 3 rounds: clients train
-    # again after missing rounds, from the state their node kept
+def test_a_flower_simulation_reproduces_the_in_process_run(user_module):
+    # one Ray simulation (each costs a minute) for what only run_flower does and what Ray's
+    # runtime must keep: the user's sampler, on this process's path only, travels to the Ray
+    # actors by value; it selects every other client, so under FedSUM-CR every client trains
+    # again after a missed round, from the state its node kept (h_i, z_i, a_i)
     algorithm = {"name": "fedsum_cr", "local_steps": 2}
-    config = {**CONFIG, "training": {**CONFIG["training"], "algorithm": algorithm, "rounds": 5}}
+    training = {**CONFIG["training"], "algorithm": algorithm, "rounds": 4}
+    config = {**CONFIG, "sampler": {"name": user_module, "seed": 0}, "training": training}
     flower = run_flower(config, data_root="data", num_cpus=2, threads=1, on_failure="error")
+    assert flower.history["selected"] == [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]] * 2
+    assert flower.history["failed"] == [[]] * 4  # every client trained
     torch.set_num_threads(1)  # as the Flower clients (the conftest restores it)
     trainer = runs.build_trainer(config, "data", device="cpu")
     history = trainer.run()
-    assert max(sum(i in ids for ids in history["selected"]) for i in range(10)) >= 2
     assert flower.history["selected"] == history["selected"]
     assert flower.history["weights"] == history["weights"]
-    assert flower.history["eval_round"] == history["eval_round"] == [0, 1, 2, 3, 4, 5]
+    assert flower.history["eval_round"] == history["eval_round"] == [0, 1, 2, 3, 4]
     assert flower.history["update_norms"] == history["update_norms"]
     assert flower.history["test_accuracy"] == history["test_accuracy"]
     assert flower.history["test_loss"] == history["test_loss"]
@@ -52,13 +56,3 @@ def test_a_flower_simulation_reproduces_the_in_process_run():
     trainer.run_round()
     differs = agreement(flower, trainer)
     assert not differs["same model"] and not differs["same selections"]
-
-
-@pytest.mark.slow
-def test_a_users_sampler_reaches_the_flower_clients(user_module):
-    # the user's module is on this process's path only: it travels to the Ray actors by value
-    config = {**CONFIG, "sampler": {"name": user_module, "seed": 0}}
-    config["training"] = {**CONFIG["training"], "rounds": 2}
-    flower = run_flower(config, data_root="data", num_cpus=2, threads=1, on_failure="error")
-    assert flower.history["selected"] == [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]]
-    assert flower.history["failed"] == [[], []]  # every client trained
