@@ -106,10 +106,6 @@ def _tensors(record: ArrayRecord) -> dict[str, torch.Tensor]:
     return {k: torch.from_numpy(v.numpy().copy()) for k, v in record.items()}
 
 
-def _rows(record: RecordDict | None, key: str) -> dict[str, torch.Tensor]:
-    return {} if record is None or key not in record else _tensors(record[key])
-
-
 class SamplerStrategy(Strategy):
     """Select with ``sampler``, run ``algorithm``'s server side (module docstring).
 
@@ -338,7 +334,10 @@ class SamplerStrategy(Strategy):
         global_params = _tensors(r["global"])
         kept = ids[ok]
         replied = {int(i): _tensors(received[int(i)][ARRAYS]) for i in kept}
-        uploads = {int(i): _rows(received[int(i)], EXTRA) for i in kept}
+        uploads = {
+            int(i): _tensors(received[int(i)][EXTRA]) if EXTRA in received[int(i)] else {}
+            for i in kept
+        }
         steps = {int(i): int(received[int(i)][METRICS]["steps"]) for i in kept}
         drop_as_zero = (
             failed
