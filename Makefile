@@ -80,12 +80,15 @@ unit: venv data
 	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=15 tests
 
 # a stranger's CPU rounds differently: the tests whose numbers depend on the kernels, run with
-# other kernels than this machine's defaults (scripts/foreign_cpu.py says which)
+# other kernels than this machine's defaults (scripts/foreign_cpu.py says which). They are few
+# and long, so they go to the workers one by one (loadgroup), except those that share the
+# ledger's build (their xdist_group keeps them on one worker)
 foreign-cpu: venv data
-	$(PY) scripts/foreign_cpu.py $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m cpu_sensitive tests
+	$(PY) scripts/foreign_cpu.py $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadgroup -m cpu_sensitive tests
 
+# one notebook per worker: each runs in a kernel of its own either way
 nbtest: venv data
-	AOI_FL_PROFILE=smoke MPLBACKEND=agg $(PY) -m pytest -q --nbval-lax notebooks
+	AOI_FL_PROFILE=smoke MPLBACKEND=agg $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --nbval-lax notebooks
 
 test: lint browser unit foreign-cpu nbtest report-check
 

@@ -123,10 +123,13 @@ def findings() -> str:
 
 
 VERDICT = claims.VERDICT_PATTERN
+#: the tests of the ledger's build share one worker when tests are spread one by one
+LEDGER = pytest.mark.xdist_group("ledger")
 
 
 @pytest.mark.slow
 @pytest.mark.cpu_sensitive
+@LEDGER
 def test_every_bold_verdict_in_the_readme_findings_is_the_ledgers(ledger):
     section = findings()
     tagged = re.findall(rf"\*\*({VERDICT})\*\*<!--(.*?)-->", section, flags=re.S)
@@ -151,6 +154,7 @@ def notebook_text(name: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.cpu_sensitive
+@LEDGER
 def test_a_notebook_prints_the_verdict_its_ledger_row_has(rows):
     printed = [c for c in rows if c.printed_as]
     assert len(printed) >= 4
@@ -161,6 +165,7 @@ def test_a_notebook_prints_the_verdict_its_ledger_row_has(rows):
 
 
 @pytest.mark.slow
+@LEDGER
 def test_every_number_of_the_aoi_papers_sec_v_and_table_ii_has_a_row(ledger):
     from aoi_fl.aoi import experiments
 
@@ -176,6 +181,7 @@ def test_every_number_of_the_aoi_papers_sec_v_and_table_ii_has_a_row(ledger):
 
 @pytest.mark.slow
 @pytest.mark.cpu_sensitive
+@LEDGER
 def test_the_committed_ledger_notebook_prints_the_ledger(ledger):
     # what 00_claims shows is the ledger of the committed cache (re-run make figures NB=00 if not)
     text = notebook_text("00_claims")

@@ -139,10 +139,11 @@ def _gaps(stats: SelectionStats) -> np.ndarray:
 
 def _stats(trace: list[np.ndarray], weights: list[np.ndarray] | None, n: int) -> SelectionStats:
     stats = SelectionStats(n)
-    for t, ids in enumerate(trace):
-        # intervals and counts do not depend on the weights: zeros stand in when none are given
-        w = np.zeros(ids.size) if weights is None else weights[t]
-        stats.update(Selection(ids, w))
+    # intervals and counts do not depend on the weights: zeros stand in when none are given
+    stats.update_rounds(
+        [Selection(ids, np.zeros(ids.size) if weights is None else weights[t])
+         for t, ids in enumerate(trace)]
+    )  # fmt: skip
     return stats
 
 

@@ -24,7 +24,7 @@ end compute the same quantities from a full matrix; they are the reference for s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -32,6 +32,8 @@ from aoi_fl.core.selection import Sampler, Selection
 from aoi_fl.core.validation import require_int
 
 _MAX_ROUNDS = int(np.iinfo(np.int32).max) - 1
+#: rounds that :func:`simulate` draws before recording them together
+_BLOCK = 1024
 
 # What is kept per client, in one record so that a round costs one gather and one scatter of
 # 16 bytes per selected client (instead of three of each over separate arrays).
@@ -46,6 +48,18 @@ _CLIENT = np.dtype(
 
 def _require_windows(windows: Iterable[int]) -> tuple[int, ...]:
     return tuple(sorted({require_int("window", w, minimum=1) for w in windows}))
+
+
+def _hits(ids: np.ndarray, hits: np.ndarray | None) -> np.ndarray:
+    """How many selections each of ``ids`` counts in its round: ``hits`` validated, or 1 each."""
+    if hits is None:
+        return np.ones(ids.size, dtype=np.int64)
+    hits = np.asarray(hits)
+    if hits.shape != ids.shape or not np.issubdtype(hits.dtype, np.integer):
+        raise ValueError(f"hits must be integers, one per selected id, got {hits!r}")
+    if hits.size and hits.min() < 1:
+        raise ValueError(f"hits must be at least 1, got {hits}")
+    return hits.astype(np.int64, copy=False)
 
 
 class SelectionStats:
@@ -88,43 +102,101 @@ class SelectionStats:
         with ``ids``; default 1 each). It changes the selection counts (and so Y of Fig. 4 and
         :meth:`selection_rate`), not the intervals or Sigma.
         """
-        ids, w = selection.ids, selection.weights
-        if hits is not None:
-            hits = np.asarray(hits)
-            if hits.shape != ids.shape or not np.issubdtype(hits.dtype, np.integer):
-                raise ValueError(f"hits must be integers, one per selected id, got {hits!r}")
-            if hits.size and hits.min() < 1:
-                raise ValueError(f"hits must be at least 1, got {hits}")
-        t = self.rounds
-        if t >= _MAX_ROUNDS:
+        self.update_rounds([selection], None if hits is None else [hits])
+
+    def update_rounds(
+        self, selections: Sequence[Selection], hits: Sequence[np.ndarray | None] | None = None
+    ) -> None:
+        """Record consecutive rounds, as :meth:`update` on each in turn, to the last bit. A block
+        costs a few array operations over its selections (and one per selection of its most
+        selected client), not a few per round: what makes long simulations fast."""
+        if hits is not None and len(hits) != len(selections):
+            raise ValueError(
+                f"hits must give one entry per round, got {len(hits)} for {len(selections)}"
+            )
+        ids = [selection.ids for selection in selections]
+        weights = [selection.weights for selection in selections]
+        counted = [_hits(a, None if hits is None else hits[k]) for k, a in enumerate(ids)]
+        # every check before anything is recorded: a bad round leaves the statistics as they were
+        if self.rounds + len(selections) > _MAX_ROUNDS:
             raise OverflowError(f"SelectionStats supports at most {_MAX_ROUNDS} rounds")
-        if ids.size:
-            if ids.min() < 0 or ids.max() >= self.n:
-                raise ValueError(f"selection ids must lie in [0, {self.n}), got {ids}")
-            records = self._clients[ids]
-            last = records["last"]
-            if self._unseen:
-                last = last[last >= 0]
-                self._unseen -= ids.size - last.size
-            if last.size:
-                self._add_intervals(t - last)
-            s1 = records["weight_sum"]
-            # sum_i [(S1_i + w_i)^2 - S1_i^2] = 2 sum_i S1_i w_i + sum_i w_i^2. einsum rather than
-            # np.dot: BLAS threads can stall for milliseconds on a busy machine.
-            ww = float(np.einsum("i,i->", w, w))
-            self._sum_sq_weight_sums += 2.0 * float(np.einsum("i,i->", s1, w)) + ww
-            self._sum_sq_weights += ww
-            records["weight_sum"] += w
-            records["last"] = t
-            records["count"] += 1 if hits is None else hits
-            self._clients[ids] = records
-            self.selections += ids.size if hits is None else int(hits.sum())
-        self.rounds = t + 1
+        flat = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+        if flat.size and (flat.min() < 0 or flat.max() >= self.n):
+            bad = flat[(flat < 0) | (flat >= self.n)]
+            raise ValueError(f"selection ids must lie in [0, {self.n}), got {bad}")
+        start = 0
+        while start < len(selections):
+            # a window that closes inside the block needs the counts at its end: split there
+            stop = min([len(selections)] + [start + self._to_boundary(w) for w in self.windows])
+            self._record(ids[start:stop], weights[start:stop], counted[start:stop])
+            start = stop
+
+    def _to_boundary(self, window: int) -> int:
+        """Rounds left until the current window of size ``window`` closes."""
+        return window - self.rounds % window
+
+    def _record(
+        self, ids: list[np.ndarray], weights: list[np.ndarray], hits: list[np.ndarray]
+    ) -> None:
+        """Record rounds of which no window closes before the last."""
+        sizes = np.array([a.size for a in ids], dtype=np.int64)
+        rounds = sizes.size
+        t0 = self.rounds
+        flat = np.concatenate(ids) if rounds else np.zeros(0, np.int64)
+        w = np.concatenate(weights) if rounds else np.zeros(0)
+        # the selections client by client, each client's in round order
+        order = np.argsort(flat, kind="stable")
+        client, t = flat[order], np.repeat(np.arange(t0, t0 + rounds, dtype=np.int64), sizes)[order]
+        wc = w[order]
+        first = np.ones(client.size, dtype=bool)
+        first[1:] = client[1:] != client[:-1]
+        starts = np.flatnonzero(first)
+        touched = client[starts]
+        records = self._clients[touched]
+        last = records["last"].astype(np.int64)
+        seen = last >= 0
+        self._unseen -= int(np.count_nonzero(~seen))
+        gaps = np.concatenate([t[starts][seen] - last[seen], (t[1:] - t[:-1])[~first[1:]]])
+        if gaps.size:
+            self._add_intervals(gaps)
+        # Sigma: a selection with weight w of a client whose weights so far sum to S1 adds
+        # (S1 + w)^2 - S1^2 = 2 S1 w + w^2 to sum_i S1_i^2, and w^2 to sum_i S2_i. Every sum is
+        # taken in round order, one addition at a time, so any cut into blocks gives the same bits
+        group = np.cumsum(first) - 1
+        level = np.arange(client.size) - starts[group]  # a client's k-th selection in the block
+        by_level = np.argsort(level, kind="stable")
+        ends_of_level = np.cumsum(np.bincount(level))
+        s1 = records["weight_sum"].copy()
+        before = np.empty(client.size)
+        begin = 0
+        for end in ends_of_level:  # a client at most once per level
+            at = by_level[begin:end]
+            before[at] = s1[group[at]]
+            s1[group[at]] += wc[at]
+            begin = end
+        gain_sq_sums = np.empty(client.size)
+        gain_sq_sums[order] = 2.0 * before * wc + wc * wc
+        per_round = np.repeat(np.arange(rounds), sizes)
+        sq_sums = np.cumsum(
+            np.append(self._sum_sq_weight_sums, np.bincount(per_round, gain_sq_sums, rounds))
+        )[1:]
+        sq = np.cumsum(np.append(self._sum_sq_weights, np.bincount(per_round, w * w, rounds)))[1:]
+        ends = np.append(starts[1:], client.size)[: starts.size] - 1
+        records["weight_sum"] = s1
+        records["last"] = t[ends]
+        h = np.concatenate(hits) if rounds else np.zeros(0, np.int64)
+        records["count"] += np.add.reduceat(h[order], starts) if starts.size else 0
+        self._clients[touched] = records
+        self.selections += int(h.sum())
+        self.rounds = t0 + rounds
+        if rounds:
+            self._sum_sq_weight_sums, self._sum_sq_weights = float(sq_sums[-1]), float(sq[-1])
         for size in self.windows:
             if self.rounds % size == 0:
                 self._close_window(size)
         if self.record_sigma:
-            self._sigma_history.append(self.sigma())
+            r = np.arange(t0 + 1, t0 + rounds + 1, dtype=np.float64)
+            self._sigma_history.extend(np.maximum(sq / r - sq_sums / r**2, 0.0).tolist())
 
     def _add_intervals(self, gaps: np.ndarray) -> None:
         counts = np.bincount(gaps)
@@ -235,14 +307,14 @@ def simulate(
         raise TypeError(f"sampler must be a Sampler, got {type(sampler).__name__}")
     rounds = require_int("rounds", rounds, minimum=1)
     stats = SelectionStats(sampler.n, windows, record_sigma)
-    for _ in range(rounds):
-        selection = sampler.sample()
-        if count_hits and selection.hits is None:
+    for start in range(0, rounds, _BLOCK):
+        block = [sampler.sample() for _ in range(min(_BLOCK, rounds - start))]
+        if count_hits and any(s.hits is None for s in block):
             raise ValueError(
                 f"count_hits=True but {type(sampler).__name__}'s selections carry no hits "
                 "(only samplers that draw with replacement, such as AoI Policy 2, set them)"
             )
-        stats.update(selection, selection.hits if count_hits else None)
+        stats.update_rounds(block, [s.hits for s in block] if count_hits else None)
     return stats
 
 

@@ -87,6 +87,72 @@ def test_streaming_equals_dense_on_sampler_traces(policy):
     np.testing.assert_array_equal(stats.counts, (matrix > 0).sum(axis=0))
 
 
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 12),
+    st.integers(1, 60),
+    st.floats(0.0, 1.0),
+    st.integers(0, 2**32 - 1),
+    st.lists(st.integers(1, 12), max_size=3),
+    st.lists(st.integers(1, 25), min_size=1, max_size=6),
+)
+def test_rounds_recorded_in_blocks_equal_rounds_recorded_one_by_one(
+    n, rounds, density, seed, windows, blocks
+):
+    """Blocks that cross window ends, empty rounds and hits included: the same statistics to
+    the last bit (every sum is taken in round order whatever the blocks)."""
+    rng = np.random.default_rng(seed)
+    selected = rng.random((rounds, n)) < density
+    matrix = np.where(selected, rng.uniform(0.01, 1.0, (rounds, n)), 0.0)
+    hits = [rng.integers(1, 4, size=int(row.sum())) for row in selected]
+    one, block = (SelectionStats(n, windows=windows, record_sigma=True) for _ in range(2))
+    rows = list(selections_of(matrix))
+    for sel, h in zip(rows, hits, strict=True):
+        one.update(sel, h)
+    start, k = 0, 0
+    while start < rounds:
+        stop = min(rounds, start + blocks[k % len(blocks)])
+        block.update_rounds(rows[start:stop], hits[start:stop])
+        start, k = stop, k + 1
+    assert block.rounds == one.rounds and block.selections == one.selections
+    np.testing.assert_array_equal(block.counts, one.counts)
+    np.testing.assert_array_equal(block.interval_histogram(), one.interval_histogram())
+    for w in windows:
+        if w <= rounds:
+            assert block.window_std_ratio(w) == one.window_std_ratio(w)
+    np.testing.assert_array_equal(block.sigma_history, one.sigma_history)
+
+
+def test_simulate_across_blocks_equals_the_dense_reference():
+    """More rounds than :func:`simulate` records at once, with windows ending inside blocks."""
+    sizes = np.arange(1.0, 31.0)
+    build = lambda: make_sampler("markov_optimal", n=30, m=5, sizes=sizes, m_prime=4, seed=2)  # noqa: E731
+    matrix = weight_matrix(build(), 2500)
+    stats = simulate(build(), 2500, windows=(7, 1000))
+    assert stats.rounds == 2500
+    np.testing.assert_array_equal(stats.counts, (matrix > 0).sum(axis=0))
+    gaps = intervals_from_matrix(matrix)
+    np.testing.assert_array_equal(np.trim_zeros(stats.interval_histogram(), "b"), np.bincount(gaps))
+    for w in (7, 1000):
+        assert stats.window_std_ratio(w) == pytest.approx(
+            window_std_ratio_from_matrix(matrix, w), rel=1e-12
+        )
+    assert stats.sigma() == pytest.approx(empirical_sigma_from_matrix(matrix), rel=1e-9)
+
+
+def test_a_bad_round_in_a_block_records_none_of_it():
+    stats = SelectionStats(5, windows=(1,))
+    good = Selection(np.array([0, 2]), np.array([0.5, 0.5]))
+    with pytest.raises(ValueError, match=r"\[0, 5\), got \[7\]"):
+        stats.update_rounds([good, good, Selection(np.array([7]), np.array([1.0]))])
+    with pytest.raises(ValueError, match="at least 1"):
+        stats.update_rounds([good, good], [None, np.array([1, 0])])
+    with pytest.raises(ValueError, match="one entry per round, got 1 for 2"):
+        stats.update_rounds([good, good], [None])
+    assert stats.rounds == 0 and stats.selections == 0 and stats.counts.sum() == 0
+
+
 def test_exact_small_case():
     # n = 3 over 4 rounds: client 0 in rounds 0, 1, 3; client 1 in rounds 1, 3; client 2 never
     matrix = np.array(
