@@ -153,9 +153,9 @@ def explore(
 
     # the simulated trace: interval histogram, empirical Sigma, and FedSUM's delays tau_t
     stats, tracker = SelectionStats(n), DelayTracker(n)
-    for _ in range(sim_rounds):
-        selection = chosen.sample()
-        stats.update(selection)
+    trace = [chosen.sample() for _ in range(sim_rounds)]
+    stats.update_rounds(trace)
+    for selection in trace:
         tracker.update(selection.ids)
     hist = stats.interval_histogram()
 
