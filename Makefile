@@ -27,6 +27,10 @@ LAB_PORT ?= 8888
 LAB_ARGS ?=
 # the unit tests' worker processes (pytest-xdist), one test file per worker
 TEST_JOBS ?= 2
+# each test worker single-threaded: TEST_JOBS workers with PyTorch's and OpenBLAS's default
+# thread counts oversubscribe the cores, and their spinning threads slow each other down
+# (measured: notebook 20's smoke confirm tier 151 s with two threads a worker, 33 s with one)
+TEST_THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 # JupyterLab will not start as root without this flag, and containers usually run as root
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 export PYTHONHASHSEED := 0
@@ -77,23 +81,23 @@ lint: venv
 	$(VENV)/bin/lint-imports --no-logo --no-cache
 
 unit: venv data
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=15 tests
+	$(TEST_THREADS) $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=15 tests
 
 # a stranger's CPU rounds differently: the tests whose numbers depend on the kernels, run with
 # other kernels than this machine's defaults (scripts/foreign_cpu.py says which). They are few
 # and long, so they go to the workers one by one (loadgroup), except those that share the
 # ledger's build (their xdist_group keeps them on one worker)
 foreign-cpu: venv data
-	$(PY) scripts/foreign_cpu.py $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadgroup -m cpu_sensitive tests
+	$(TEST_THREADS) $(PY) scripts/foreign_cpu.py $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadgroup -m cpu_sensitive tests
 
 # one notebook per worker: each runs in a kernel of its own either way
 nbtest: venv data
-	AOI_FL_PROFILE=smoke MPLBACKEND=agg $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --nbval-lax notebooks
+	$(TEST_THREADS) AOI_FL_PROFILE=smoke MPLBACKEND=agg $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile --nbval-lax notebooks
 
 test: lint browser unit foreign-cpu nbtest report-check
 
 test-fast: venv data
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not slow" tests
+	$(TEST_THREADS) $(PY) -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not slow" tests
 
 bench: venv data
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
