@@ -115,35 +115,39 @@ class SelectionStats:
                 f"hits must give one entry per round, got {len(hits)} for {len(selections)}"
             )
         ids = [selection.ids for selection in selections]
-        weights = [selection.weights for selection in selections]
         counted = [_hits(a, None if hits is None else hits[k]) for k, a in enumerate(ids)]
         # every check before anything is recorded: a bad round leaves the statistics as they were
         if self.rounds + len(selections) > _MAX_ROUNDS:
             raise OverflowError(f"SelectionStats supports at most {_MAX_ROUNDS} rounds")
-        flat = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+        if not selections:
+            return
+        flat = np.concatenate(ids)
         if flat.size and (flat.min() < 0 or flat.max() >= self.n):
             bad = flat[(flat < 0) | (flat >= self.n)]
             raise ValueError(f"selection ids must lie in [0, {self.n}), got {bad}")
+        sizes = np.array([a.size for a in ids], dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(sizes)))
+        w = np.concatenate([selection.weights for selection in selections])
+        h = np.concatenate(counted)
         start = 0
         while start < len(selections):
             # a window that closes inside the block needs the counts at its end: split there
-            stop = min([len(selections)] + [start + self._to_boundary(w) for w in self.windows])
-            self._record(ids[start:stop], weights[start:stop], counted[start:stop])
+            stop = min(
+                [len(selections)] + [start + self._to_boundary(size) for size in self.windows]
+            )
+            part = slice(offsets[start], offsets[stop])
+            self._record(sizes[start:stop], flat[part], w[part], h[part])
             start = stop
 
     def _to_boundary(self, window: int) -> int:
         """Rounds left until the current window of size ``window`` closes."""
         return window - self.rounds % window
 
-    def _record(
-        self, ids: list[np.ndarray], weights: list[np.ndarray], hits: list[np.ndarray]
-    ) -> None:
-        """Record rounds of which no window closes before the last."""
-        sizes = np.array([a.size for a in ids], dtype=np.int64)
+    def _record(self, sizes: np.ndarray, flat: np.ndarray, w: np.ndarray, h: np.ndarray) -> None:
+        """Record rounds of which no window closes before the last: ``sizes[k]`` selections in
+        the k-th, whose ids, weights and hits follow each other in ``flat``, ``w``, ``h``."""
         rounds = sizes.size
         t0 = self.rounds
-        flat = np.concatenate(ids) if rounds else np.zeros(0, np.int64)
-        w = np.concatenate(weights) if rounds else np.zeros(0)
         # the selections client by client, each client's in round order
         order = np.argsort(flat, kind="stable")
         client, t = flat[order], np.repeat(np.arange(t0, t0 + rounds, dtype=np.int64), sizes)[order]
@@ -184,13 +188,11 @@ class SelectionStats:
         ends = np.append(starts[1:], client.size)[: starts.size] - 1
         records["weight_sum"] = s1
         records["last"] = t[ends]
-        h = np.concatenate(hits) if rounds else np.zeros(0, np.int64)
         records["count"] += np.add.reduceat(h[order], starts) if starts.size else 0
         self._clients[touched] = records
         self.selections += int(h.sum())
         self.rounds = t0 + rounds
-        if rounds:
-            self._sum_sq_weight_sums, self._sum_sq_weights = float(sq_sums[-1]), float(sq[-1])
+        self._sum_sq_weight_sums, self._sum_sq_weights = float(sq_sums[-1]), float(sq[-1])
         for size in self.windows:
             if self.rounds % size == 0:
                 self._close_window(size)

@@ -25,6 +25,14 @@ def selections_of(matrix):
         yield Selection(ids, row[ids])
 
 
+def random_trace(n, rounds, density, seed):
+    """A generator and a (rounds, n) weight matrix: each entry selected with probability
+    ``density`` (empty rounds included), with a positive weight."""
+    rng = np.random.default_rng(seed)
+    selected = rng.random((rounds, n)) < density
+    return rng, np.where(selected, rng.uniform(0.01, 1.0, (rounds, n)), 0.0)
+
+
 def assert_stream_equals_dense(matrix, windows):
     rounds, n = matrix.shape
     stats = SelectionStats(n, windows=windows, record_sigma=True)
@@ -67,9 +75,7 @@ def assert_stream_equals_dense(matrix, windows):
 )
 def test_streaming_equals_dense_on_random_traces(n, rounds, density, seed, windows):
     """Arbitrary 0/1 patterns (empty rounds included) with arbitrary positive weights."""
-    rng = np.random.default_rng(seed)
-    selected = rng.random((rounds, n)) < density
-    matrix = np.where(selected, rng.uniform(0.01, 1.0, (rounds, n)), 0.0)
+    _, matrix = random_trace(n, rounds, density, seed)
     assert_stream_equals_dense(matrix, windows)
 
 
@@ -102,10 +108,8 @@ def test_rounds_recorded_in_blocks_equal_rounds_recorded_one_by_one(
 ):
     """Blocks that cross window ends, empty rounds and hits included: the same statistics to
     the last bit (every sum is taken in round order whatever the blocks)."""
-    rng = np.random.default_rng(seed)
-    selected = rng.random((rounds, n)) < density
-    matrix = np.where(selected, rng.uniform(0.01, 1.0, (rounds, n)), 0.0)
-    hits = [rng.integers(1, 4, size=int(row.sum())) for row in selected]
+    rng, matrix = random_trace(n, rounds, density, seed)
+    hits = [rng.integers(1, 4, size=int((row > 0).sum())) for row in matrix]
     one, block = (SelectionStats(n, windows=windows, record_sigma=True) for _ in range(2))
     rows = list(selections_of(matrix))
     for sel, h in zip(rows, hits, strict=True):
