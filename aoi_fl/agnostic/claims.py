@@ -35,7 +35,13 @@ from aoi_fl.agnostic import results as ar
 from aoi_fl.core.registry import style
 from aoi_fl.core.validation import require_choice
 from aoi_fl.pipeline import paired, runs
-from aoi_fl.pipeline.claims import VERDICT_GROUP, Claim, Untested, interval_verdict
+from aoi_fl.pipeline.claims import (
+    VERDICT_GROUP,
+    Claim,
+    Untested,
+    interval_verdict,
+    row_kind,
+)
 from aoi_fl.pipeline.profiles import PROFILES
 
 FIG1_RULES = ax.FIG1_RULES
@@ -55,8 +61,15 @@ def skew_noise_floor(draws: int, m: float, n: int = ax.N_CLIENTS) -> float:
     return float(n * np.sqrt(2 / np.pi) * np.sqrt(draws * q * (1 - q)) / (m * draws))
 
 
-def _row(key: str, *fields: Any) -> Claim:
-    return Claim(key, "agnostic", *fields)
+#: the keys of rows checked by arithmetic (theorems, bounds, closed forms, counts): the
+#: ledger tallies them apart from the paper's experimental claims (:func:`row_kind`)
+ARITHMETIC = ("agnostic.lemma1.", "agnostic.sec4.skew")
+
+
+def _row(key: str, *fields: Any, kind: str | None = None, conditions=()) -> Claim:
+    """A Claim of this paper; ``kind`` by :func:`row_kind` unless given."""
+    kind = kind or row_kind(key, fields[1], ARITHMETIC)
+    return Claim(key, "agnostic", *fields, kind=kind, conditions=tuple(conditions))
 
 
 def _cached(configs: list, results_dir: str) -> tuple[list, list, int]:
@@ -151,7 +164,7 @@ def _step_claim(at10: list, figure1: tuple) -> Claim:
     """eq. 10's weights (N/|S|) p_i have the mean total N sum p^2 per round (eq. 2 gives
     E[1(i in S)/|S|] = p_i): checked on the participation traces of the cached runs."""
     step = float(np.mean([ax.N_CLIENTS * (p**2).sum() for p in at10]))
-    key, ref = "agnostic.fig1.step.weighted_updates", "eq. 10 (Fig. 1), ours"
+    key, ref = "agnostic.fig1.step.weighted_updates", "eq. 10 (Fig. 1)"
     text = (
         "(ours, not the paper's) eq. 10's weights move the model N sum p_i^2 times as far as "
         "agnostic FedAvg per round on average (exp(-i/10)): the step-size confound of Fig. 1"

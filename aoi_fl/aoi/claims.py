@@ -14,6 +14,8 @@ holds (:func:`draws_verdict`), as its printed Sigma values are by the spread of 
 
 from __future__ import annotations
 
+from typing import Any
+
 import functools
 from collections.abc import Sequence
 
@@ -35,6 +37,7 @@ from aoi_fl.pipeline.claims import (
     run_verdict,
     sign_verdict,
     value_verdict,
+    row_kind,
 )
 
 N, M, M_PRIME, ZIPF_A = experiments.N_CLIENTS, experiments.M_SELECTED, experiments.M_PRIME, 2.0
@@ -84,8 +87,15 @@ OPTIMISER_STARTS = 10
 MARKOV, OTHERS = "markov_optimal", ("random", "probabilistic")
 
 
-def _row(key: str, *fields) -> Claim:
-    return Claim(key, "aoi", *fields)
+#: the keys of rows checked by arithmetic (theorems, bounds, closed forms, counts): the
+#: ledger tallies them apart from the paper's experimental claims (:func:`row_kind`)
+ARITHMETIC = ("aoi.thm", "aoi.sec3c.")
+
+
+def _row(key: str, *fields: Any, kind: str | None = None, conditions=()) -> Claim:
+    """A Claim of this paper; ``kind`` by :func:`row_kind` unless given."""
+    kind = kind or row_kind(key, fields[1], ARITHMETIC)
+    return Claim(key, "aoi", *fields, kind=kind, conditions=tuple(conditions))
 
 
 def _label(policy: str) -> str:

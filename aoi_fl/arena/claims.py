@@ -57,13 +57,14 @@ def _faster(
         key,
         "arena",
         ref,
-        f"(ours, not the papers') {claim}",
+        claim,
         None,
         ours,
         spread,
         verdict,
         NOTEBOOK,
         printed_as=rf"^{re.escape(key)}: .* -> {VERDICT_GROUP}$",
+        kind="ours",
     )
 
 

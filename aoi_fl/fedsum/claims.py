@@ -53,6 +53,7 @@ from aoi_fl.pipeline.claims import (
     Claim,
     Untested,
     scoped_verdict,
+    row_kind,
 )
 
 #: the one-sided level of the confidence limit of mean tau_max against a bound on E[tau_max]
@@ -111,8 +112,15 @@ _CNN_NOTEBOOK, _LONG_NOTEBOOK = "16_fedsum_patterns", "17_fedsum_long_horizon"
 _DELAY_NOTEBOOK = "14_participation_delays"
 
 
-def _row(key: str, *fields) -> Claim:
-    return Claim(key, "fedsum", *fields)
+#: the keys of rows checked by arithmetic (theorems, bounds, closed forms, counts): the
+#: ledger tallies them apart from the paper's experimental claims (:func:`row_kind`)
+ARITHMETIC = ("fedsum.lemf", "fedsum.comm.", "fedsum.memory.", "fedsum.claim_iv.tau")
+
+
+def _row(key: str, *fields: Any, kind: str | None = None, conditions=()) -> Claim:
+    """A Claim of this paper; ``kind`` by :func:`row_kind` unless given."""
+    kind = kind or row_kind(key, fields[1], ARITHMETIC)
+    return Claim(key, "fedsum", *fields, kind=kind, conditions=tuple(conditions))
 
 
 def _key(claim: str) -> str:

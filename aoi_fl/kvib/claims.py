@@ -49,6 +49,7 @@ from aoi_fl.pipeline.claims import (
     scoped_verdict,
     sign_verdict,
     value_verdict,
+    row_kind,
 )
 
 #: notebook 11's reading of Sec. 3: "comparable" is an MSE ratio RSP / ISP below 1.5, "ISP
@@ -107,12 +108,43 @@ TYPICAL_SHARE = 0.5
 _NB11, _NB12, _NB13 = "11_isp_vs_rsp", "12_kvib_synthetic", "13_kvib_mnist"
 
 
+#: the keys of rows checked by arithmetic (Example 3.2's worked numbers): the ledger tallies them
+#: apart from the paper's experimental claims (:func:`row_kind`)
+ARITHMETIC = ("kvib.ex3_2.",)
+
+
 def _row(
-    key: str, ref: str, claim: str, paper, ours, spread: str, verdict: str, nb: str, *, line=False
+    key: str,
+    ref: str,
+    claim: str,
+    paper,
+    ours,
+    spread: str,
+    verdict: str,
+    nb: str,
+    *,
+    line=False,
+    kind: str | None = None,
+    conditions=(),
 ):
-    """A Claim; ``line``: the notebook prints its verdict with :func:`verdict_lines`."""
+    """A Claim; ``line``: the notebook prints its verdict with :func:`verdict_lines`; ``kind``
+    by :func:`row_kind` unless given."""
     printed = rf"^{re.escape(key)}: .* -> {VERDICT_GROUP}\s*$" if line else None
-    return Claim(key, "kvib", ref, claim, paper, ours, spread, verdict, nb, printed)
+    kind = kind or row_kind(key, claim, ARITHMETIC)
+    return Claim(
+        key,
+        "kvib",
+        ref,
+        claim,
+        paper,
+        ours,
+        spread,
+        verdict,
+        nb,
+        printed,
+        kind=kind,
+        conditions=tuple(conditions),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -716,7 +748,7 @@ def _normalised_row(results, missing: int, div, k: int, metric) -> Claim:
     rule's, not a sampler's). The paper's uniform is unbiased (Alg. 1): its claim is
     ``kvib.fig2.loss``. Each part: :func:`aoi_fl.pipeline.claims.interval_verdict` of the paired
     differences sampler - self-normalised uniform (held above 0); both held: held."""
-    key, ref = "kvib.fig2.loss.uniform_normalised", "Fig. 2, ours"
+    key, ref = "kvib.fig2.loss.uniform_normalised", "Fig. 2"
     text = (
         "(ours, not the paper's) the paper's uniform baseline is unbiased (Alg. 1; its claim is "
         "row kvib.fig2.loss), the authors' code trains it with self-normalised (biased) weights; "

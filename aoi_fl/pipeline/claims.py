@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -52,8 +52,20 @@ VERDICTS = (
 VERDICT_PATTERN = "|".join(re.escape(v) for v in sorted(VERDICTS, key=len, reverse=True))
 #: :data:`VERDICT_PATTERN` as a capturing group, for a row's ``printed_as``
 VERDICT_GROUP = f"({VERDICT_PATTERN})"
+#: the three groups the ledger tallies its rows in, so that a reader of "n held" can tell what
+#: was confirmed: a claim about what the paper's experiments (training runs, simulations) show;
+#: a theorem, bound, closed form, constant, count or worked example checked by arithmetic; and a
+#: comparison or finding of ours that the paper does not make
+KINDS = {
+    "experiment": "the papers' experimental claims",
+    "arithmetic": "arithmetic, bounds and identities",
+    "ours": "our own rows (not the papers' claims)",
+}
+#: the words that open the statement of every row of ours (kind "ours"), and of no other row
+OURS_TAG = "(ours, not the paper's)"
 COLUMNS = (
     "paper",
+    "kind",
     "ref",
     "claim",
     "paper value",
@@ -66,6 +78,24 @@ COLUMNS = (
 
 
 @dataclass(frozen=True)
+class Condition:
+    """A condition under which a paper makes a claim (a model, a dataset, a horizon, a number of
+    clients): what the paper states and what our runs have, in the same words where they agree.
+    Met when the two are equal."""
+
+    name: str
+    paper: str
+    ours: str
+
+    @property
+    def met(self) -> bool:
+        return self.paper == self.ours
+
+    def text(self) -> str:
+        return f"{self.name}: ours {self.ours}, the paper's {self.paper}"
+
+
+@dataclass(frozen=True)
 class Claim:
     """One row of the ledger.
 
@@ -73,6 +103,13 @@ class Claim:
     qualitative claim); ``spread`` says how ``ours`` varies (over seeds, size draws...);
     ``printed_as`` is a regular expression whose first group finds the same verdict in the
     notebook's committed outputs (tests/test_claims.py checks that both agree).
+
+    ``kind`` is the row's group (:data:`KINDS`). A row of ours has no paper value, and its
+    statement opens with :data:`OURS_TAG` and its location ends with "(ours)" (added where the
+    builder left them out); no other row may carry the tag. ``conditions`` are the claim's
+    stated conditions against our runs: the one out-of-regime rule (:func:`scoped_verdict`)
+    is applied here, to every row, so a row whose runs miss a condition cannot be decided
+    whatever its builder computed, and its spread says why.
     """
 
     key: str
@@ -85,10 +122,36 @@ class Claim:
     verdict: str
     notebook: str
     printed_as: str | None = None
+    kind: str = field(kw_only=True)
+    conditions: tuple[Condition, ...] = field(default=(), kw_only=True)
 
     def __post_init__(self) -> None:
         require_choice("paper", self.paper, plugins.paper_titles())
         require_choice("verdict", self.verdict, VERDICTS)
+        require_choice("kind", self.kind, KINDS)
+        if self.kind == "ours":
+            if self.paper_value is not None:
+                raise ValueError(
+                    f"{self.key}: a row of ours has no paper value, got {self.paper_value!r} "
+                    "(a number we derived goes in the statement or in 'ours')"
+                )
+            if not self.claim.startswith(OURS_TAG):
+                object.__setattr__(self, "claim", f"{OURS_TAG} {self.claim}")
+            if not self.ref.endswith("(ours)"):
+                object.__setattr__(self, "ref", f"{self.ref} (ours)")
+        elif OURS_TAG in self.claim:
+            raise ValueError(f"{self.key}: a {self.kind!r} row is tagged {OURS_TAG!r}")
+        verdict, reason = scoped_verdict(self.verdict, self.unmet)
+        if reason:
+            object.__setattr__(self, "verdict", verdict)
+            object.__setattr__(
+                self, "spread", f"{self.spread}; {reason}" if self.spread else reason
+            )
+
+    @property
+    def unmet(self) -> list[str]:
+        """The stated conditions our runs miss, in words."""
+        return [c.text() for c in self.conditions if not c.met]
 
     @property
     def difference(self) -> float | None:
@@ -96,6 +159,16 @@ class Claim:
         if self.paper_value is None or self.ours is None:
             return None
         return self.ours - self.paper_value
+
+
+def row_kind(key: str, claim: str, arithmetic: Sequence[str]) -> str:
+    """A row's group (:data:`KINDS`) by the rule each paper's module states once: "ours" when
+    its statement opens with :data:`OURS_TAG`, "arithmetic" when its key starts with one of the
+    paper's ``arithmetic`` prefixes (its theorems, bounds, closed forms and worked examples),
+    else "experiment"."""
+    if claim.startswith(OURS_TAG):
+        return "ours"
+    return "arithmetic" if key.startswith(tuple(arithmetic)) else "experiment"
 
 
 def prediction_verdict(
@@ -267,6 +340,7 @@ def ledger(builders: Iterable[Callable[[], list[Claim]]] | None = None):
                 {
                     "key": c.key,
                     "paper": c.paper,
+                    "kind": c.kind,
                     "ref": c.ref,
                     "claim": c.claim,
                     "paper value": c.paper_value,
@@ -281,6 +355,22 @@ def ledger(builders: Iterable[Callable[[], list[Claim]]] | None = None):
     if table["key"].duplicated().any():
         raise ValueError(f"duplicate claim keys: {sorted(table['key'][table['key'].duplicated()])}")
     return table.set_index("key")
+
+
+def tally(table, by: str = "kind"):
+    """How many rows of a :func:`ledger` table have each verdict, per group (``by="kind"``: the
+    three groups of :data:`KINDS`, in that order, so that the papers' experimental claims are
+    counted apart from arithmetic and from our own rows) or per ``"paper"``; an "all" row and
+    column with the totals."""
+    import pandas as pd
+
+    require_choice("by", by, ("kind", "paper"))
+    rows = table[by]
+    if by == "kind":
+        rows = pd.Categorical(rows.map(KINDS), categories=list(KINDS.values()), ordered=True)
+    return pd.crosstab(rows, table["verdict"], margins=True, margins_name="all").rename_axis(
+        index=by
+    )
 
 
 def untested_table(statements: Iterable[Untested] | None = None):

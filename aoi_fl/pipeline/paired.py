@@ -86,6 +86,37 @@ def paired_interval(
     return PairedInterval(n, mean, sd, float(low), float(high), method, level)
 
 
+def paired_p_value(differences: Sequence[float] | np.ndarray) -> float:
+    """Two-sided p-value of the paired t-test that the mean difference is 0 (the test whose
+    95% interval :func:`paired_interval` gives): 0 when every difference is the same non-zero
+    value, 1 when all are 0."""
+    values = np.asarray(differences, dtype=float)
+    if values.ndim != 1 or values.size < 2 or not np.isfinite(values).all():
+        raise ValueError(
+            f"differences must be at least 2 finite values in one dimension, got {values!r}"
+        )
+    sd = sample_sd(values)
+    if sd == 0:
+        return 1.0 if values[0] == 0 else 0.0
+    t = values.mean() / (sd / np.sqrt(values.size))
+    return float(2 * stats.t.sf(abs(t), values.size - 1))
+
+
+def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values of a family of m tests (Holm 1979): sorted ascending,
+    the j-th (from 0) is multiplied by m - j, made non-decreasing, and capped at 1. A test is
+    rejected at family-wise error a when its adjusted p-value is at most a; the adjustment
+    controls the chance of any false rejection in the family, whatever the tests' dependence."""
+    p = np.asarray(p_values, dtype=float)
+    if p.ndim != 1 or not ((p >= 0) & (p <= 1)).all():
+        raise ValueError(f"p_values must be probabilities in one dimension, got {p!r}")
+    order = np.argsort(p, kind="stable")
+    stepped = np.maximum.accumulate((p.size - np.arange(p.size)) * p[order])
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.minimum(stepped, 1.0)
+    return adjusted
+
+
 def _check_probability(name: str, value: float) -> None:
     if not 0 < value < 1:  # also false for NaN
         raise ValueError(f"{name} must lie strictly between 0 and 1, got {value}")
