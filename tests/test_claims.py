@@ -83,7 +83,16 @@ def test_sign_verdict_names_a_bad_direction():
 
 
 def test_a_claim_names_a_bad_paper_or_verdict():
-    row = dict(key="k", ref="r", claim="c", paper_value=1.0, ours=2.0, spread="", notebook="n")
+    row = dict(
+        key="k",
+        ref="r",
+        claim="c",
+        paper_value=1.0,
+        ours=2.0,
+        spread="",
+        notebook="n",
+        kind="experiment",
+    )
     with pytest.raises(ValueError, match="paper"):
         claims.Claim(paper="other", verdict="held", **row)
     with pytest.raises(ValueError, match="verdict.*'maybe'"):
@@ -94,7 +103,7 @@ def test_a_claim_names_a_bad_paper_or_verdict():
 
 
 def test_duplicate_keys_are_refused():
-    row = claims.Claim("k", "aoi", "r", "c", 1.0, 1.0, "", "held", "n")
+    row = claims.Claim("k", "aoi", "r", "c", 1.0, 1.0, "", "held", "n", kind="experiment")
     with pytest.raises(ValueError, match="duplicate claim keys: \\['k'\\]"):
         claims.ledger([lambda: [row, row]])
 

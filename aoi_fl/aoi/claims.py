@@ -14,10 +14,9 @@ holds (:func:`draws_verdict`), as its printed Sigma values are by the spread of 
 
 from __future__ import annotations
 
-from typing import Any
-
 import functools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,10 +33,10 @@ from aoi_fl.pipeline.claims import (
     combine_verdicts,
     interval_verdict,
     prediction_verdict,
+    row_kind,
     run_verdict,
     sign_verdict,
     value_verdict,
-    row_kind,
 )
 
 N, M, M_PRIME, ZIPF_A = experiments.N_CLIENTS, experiments.M_SELECTED, experiments.M_PRIME, 2.0

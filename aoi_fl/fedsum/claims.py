@@ -52,8 +52,8 @@ from aoi_fl.pipeline.claims import (
     VERDICT_PATTERN,
     Claim,
     Untested,
-    scoped_verdict,
     row_kind,
+    scoped_verdict,
 )
 
 #: the one-sided level of the confidence limit of mean tau_max against a bound on E[tau_max]

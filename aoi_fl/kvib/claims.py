@@ -46,10 +46,10 @@ from aoi_fl.pipeline.claims import (
     horizon_mean,
     interval_verdict,
     rounds_to_level,
+    row_kind,
     scoped_verdict,
     sign_verdict,
     value_verdict,
-    row_kind,
 )
 
 #: notebook 11's reading of Sec. 3: "comparable" is an MSE ratio RSP / ISP below 1.5, "ISP
