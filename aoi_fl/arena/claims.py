@@ -1,22 +1,28 @@
-"""The arena's rows of the claims ledger: findings of ours, not the papers' (issue 29).
+"""The arena's rows of the claims ledger: findings of ours, not the papers' (kind "ours").
 
-Each row states a comparison fixed before the runs were looked at, in the ledger's words: a
-policy "reaches the tier's target in fewer rounds" than a reference is "held" when the 95% paired
-interval of the difference in rounds lies below 0, "not held" when it lies above, and
-"inconclusive at this power" when it holds 0 (the spread gives the minimum detectable effect);
-"inconclusive at this budget" when a run of a pair never reached the target within the horizon
-(its value would be the horizon's, not the policy's); "inconclusive" while runs are missing.
-Every row is at 95% on its own (no correction for the rows' number: the screen's are
-exploratory, and the confirm tier runs on other seeds than the screen that chose its entrants).
-The rows:
+Each row states a comparison fixed before the runs were looked at: a policy "reaches the tier's
+target in fewer rounds" than a reference. A tier is read as one family of comparisons: every
+comparison it was run to make on rounds to target, Holm-adjusted at a family-wise error of 5%
+(:func:`aoi_fl.arena.results.holm_family`). The screen, exploratory, looked at everything: its
+family is every comparison its tables make (each policy against each reference,
+:data:`aoi_fl.arena.experiments.REFERENCES`, under each availability model: 130). The confirm
+tier was run to test fixed hypotheses: its family is those, every entrant against uniform under
+both of its models, and the calibrated Policy 3 against the paper's (:data:`CONFIRM_FAMILY`:
+18). A row quotes its interval at the level Holm's step used for it. The verdict of a
+direction-only claim follows the ledger's legend:
 
-- the AoI paper's thesis under availability: its Markov optimal policy against uniform, under
-  every availability model of the screen (``arena.screen.<model>.markov_optimal``);
-- the calibration beyond the paper: the availability-calibrated Policy 3 against the paper's
-  Policy 3 under every partial-availability model (``arena.screen.<model>.markov_available``);
-- the confirm tier (the small CNN), where the screen's winners are tested on runs that did not
-  choose them: every entrant against uniform on both of its availability models
-  (``arena.confirm.<model>.<policy>``).
+- a confirm-tier row (``arena.confirm.<model>.<policy>``: an entrant against uniform) is "held"
+  when its Holm-adjusted comparison is decided below 0, "not held" when above, else
+  "inconclusive at this budget" with the minimum detectable effect;
+- a screen row (``arena.screen.<model>.markov_optimal``: the AoI paper's Markov optimal policy
+  against uniform; ``arena.screen.<model>.markov_available``: Policy 3 calibrated to
+  availability against the paper's Policy 3) is exploratory: it can be "held" or "not held" only
+  when the screen decides it after Holm's correction AND the confirm tier, on fresh seeds and
+  another model, decides the same comparison the same way; otherwise "inconclusive at this
+  budget", its spread saying "screen, not confirmed" and why;
+- "inconclusive at this budget" also when a run of a pair never reached the target within the
+  horizon (its value would be the horizon's, not the policy's); "inconclusive" while runs are
+  missing.
 """
 
 from __future__ import annotations
@@ -36,23 +42,70 @@ NOTEBOOK = "20_selection_arena"
 UNTESTED: tuple = ()
 
 
-def _faster(
-    key: str, frame: pd.DataFrame, policy: str, reference: str, claim: str, ref: str
-) -> Claim:
-    c = ar.compare(frame, policy, reference, "rounds") if len(frame) else None
-    if c is None:
-        verdict, ours, spread = "inconclusive", None, "fewer than 2 paired seeds cached"
-    elif c.word == ar.WORDS[3]:
-        verdict, ours = "inconclusive at this budget", c.mean
-        spread = f"{c.censored} run(s) of the {c.n} pairs never reached the target within T"
-    else:
-        decided = c.low > 0 or c.high < 0
-        verdict = (
-            ("held" if c.high < 0 else "not held") if decided else "inconclusive at this power"
-        )
-        ours = c.mean
-        spread = f"95% paired interval [{c.low:+.3g}, {c.high:+.3g}] over {c.n} seeds"
-        spread += f", MDE {c.mde:.3g}"
+#: the confirm tier's hypotheses (module docstring): each entrant against uniform, and the
+#: calibrated Policy 3 against the paper's
+CONFIRM_FAMILY = ("uniform", ("markov_available", "markov_optimal"))
+
+
+def family(frame: pd.DataFrame, hypotheses: tuple | None = None) -> pd.DataFrame:
+    """A tier's family of comparisons on rounds to target, Holm-adjusted (module docstring):
+    every comparison of :func:`aoi_fl.arena.results.comparisons`, or those of ``hypotheses``
+    (a reference name: every policy against it; a (policy, reference) pair: that one)."""
+    table = ar.comparisons(frame, "rounds") if len(frame) else pd.DataFrame()
+    if hypotheses is not None and not table.empty:
+        keep = pd.Series(False, index=table.index)
+        for h in hypotheses:
+            if isinstance(h, str):
+                keep |= table.reference == h
+            else:
+                keep |= (table.policy == h[0]) & (table.reference == h[1])
+        table = table[keep]
+    return ar.holm_family(table)
+
+
+def _member(table: pd.DataFrame, availability: str, policy: str, reference: str):
+    """The family's row of one comparison, or None where the tier does not make it."""
+    if table.empty:
+        return None
+    hit = table[
+        (table.availability == availability)
+        & (table.policy == policy)
+        & (table.reference == reference)
+    ]
+    return None if hit.empty else hit.iloc[0]
+
+
+def side(member) -> int:
+    """-1 when a family member is decided below 0 (fewer rounds), +1 above, 0 when undecided:
+    missing, censored, or not rejected after Holm's adjustment."""
+    if member is None or member["censored"] or member["p_holm"] > ar.FAMILY_ALPHA:
+        return 0
+    return -1 if member["mean"] < 0 else 1
+
+
+def _describe(tier: str, member, frame: pd.DataFrame, size: int) -> str:
+    """The member's interval at its Holm level, its adjusted p-value and the family's size."""
+    availability = member["availability"]
+    c = ar.compare(
+        frame[frame.availability == availability],
+        member["policy"],
+        member["reference"],
+        "rounds",
+        float(member["holm_level"]),
+    )
+    text = (
+        f"{tier}: {c.mean:+.3g} rounds, {c.level:.4%} interval (Holm's level in a family of "
+        f"{size}) [{c.low:+.3g}, {c.high:+.3g}] over {c.n} seeds, Holm-adjusted p "
+        f"{member['p_holm']:.2g}"
+    )
+    if side(member) == 0 and not member["censored"]:
+        text += f", MDE {c.mde:.3g}"
+    if member["censored"]:
+        text += f"; {member['censored']} run(s) of the pairs never reached the target within T"
+    return text
+
+
+def _row(key: str, claim: str, ref: str, ours, spread: str, verdict: str) -> Claim:
     return Claim(
         key,
         "arena",
@@ -68,71 +121,101 @@ def _faster(
     )
 
 
-def screen_claims(frame: pd.DataFrame) -> list[Claim]:
-    """The screen's rows (module docstring), from its runs' metrics (:func:`results.load`)."""
+def _confirm_row(key, claim, tier, availability, policy, reference) -> Claim:
+    frame, table = tier
+    member = _member(table, availability, policy, reference)
+    if member is None:
+        return _row(key, claim, "confirm", None, "fewer than 2 paired seeds cached", "inconclusive")
+    decided = side(member)
+    verdict = {-1: "held", 1: "not held", 0: "inconclusive at this budget"}[decided]
+    spread = _describe("confirm tier", member, frame, len(table))
+    return _row(key, claim, "confirm", float(member["mean"]), spread, verdict)
+
+
+def _screen_row(key, claim, ref, screen, confirm, availability, policy, reference) -> Claim:
+    (frame, table), (confirm_frame, confirm_table) = screen, confirm
+    member = _member(table, availability, policy, reference)
+    if member is None:
+        return _row(key, claim, ref, None, "fewer than 2 paired seeds cached", "inconclusive")
+    spread = _describe("screen", member, frame, len(table))
+    found, again = side(member), _member(confirm_table, availability, policy, reference)
+    if member["censored"]:
+        verdict = "inconclusive at this budget"
+    elif found == 0:
+        verdict = "inconclusive at this budget"
+        spread += "; screen, not confirmed: no difference after Holm's correction"
+    elif again is None:
+        verdict = "inconclusive at this budget"
+        spread += (
+            "; screen, not confirmed: the confirm tier does not run this comparison "
+            f"(it runs {', '.join(sorted(set(confirm_frame.availability))) or 'nothing yet'})"
+        )
+    else:
+        spread += "; " + _describe("confirm tier", again, confirm_frame, len(confirm_table))
+        if side(again) == found:
+            verdict = "held" if found < 0 else "not held"
+        else:
+            verdict = "inconclusive at this budget"
+            spread += "; screen, not confirmed: the confirm tier's fresh seeds do not repeat it"
+    return _row(key, claim, ref, float(member["mean"]), spread, verdict)
+
+
+def screen_claims(screen: tuple, confirm: tuple) -> list[Claim]:
+    """The screen's rows (module docstring); ``screen`` and ``confirm``: each tier's (frame,
+    :func:`family`)."""
     target = ex.TASKS["screen"]["target"]
     rows = []
     for availability in ex.AVAILABILITY:
-        part = frame[frame.availability == availability] if len(frame) else frame
         rows.append(
-            _faster(
+            _screen_row(
                 f"arena.screen.{availability}.markov_optimal",
-                part,
-                "markov_optimal",
-                "uniform",
                 f"under {availability} availability, the AoI paper's Markov optimal policy "
                 f"reaches {target:.0%} (screen task) in fewer rounds than uniform selection",
                 "screen",
+                screen,
+                confirm,
+                availability,
+                "markov_optimal",
+                "uniform",
             )
         )
     for availability in ex.AVAILABILITY:
         if availability == "always":
             continue
-        part = frame[frame.availability == availability] if len(frame) else frame
         rows.append(
-            _faster(
+            _screen_row(
                 f"arena.screen.{availability}.markov_available",
-                part,
-                "markov_available",
-                "markov_optimal",
                 f"under {availability} availability, Policy 3 calibrated to each client's "
                 f"availability reaches {target:.0%} (screen task) in fewer rounds than the "
                 "paper's Policy 3",
                 "screen (beyond the paper)",
+                screen,
+                confirm,
+                availability,
+                "markov_available",
+                "markov_optimal",
             )
         )
     return rows
 
 
-def confirm_claims(
-    screen: pd.DataFrame, missing: int, profile: str, results_dir: str
-) -> list[Claim]:
-    """The confirm tier's rows: every entrant against uniform on its two availability models
-    (nothing until the screen, ``missing`` runs short, is complete: its choices define the
-    tier)."""
-    if missing or not len(screen):
-        return []
-    others, where = ar.best_others(screen), ar.most_separating(screen)
-    frame, _ = ar.load_confirm(others, where, profile, cache_dir=results_dir)
+def confirm_claims(confirm: tuple, others: tuple, where: str) -> list[Claim]:
+    """The confirm tier's rows: every entrant against uniform on its two availability models."""
     target = ex.TASKS["confirm"]["target"]
-    rows = []
-    for availability in ("always", where):
-        part = frame[frame.availability == availability] if len(frame) else frame
-        for policy in ex.confirm_entrants(others):
-            if policy == "uniform":
-                continue
-            rows.append(
-                _faster(
-                    f"arena.confirm.{availability}.{policy}",
-                    part,
-                    policy,
-                    "uniform",
-                    f"under {availability} availability, {policy} reaches {target:.0%} with the "
-                    "small CNN in fewer rounds than uniform selection",
-                    "confirm",
-                )
-            )
-    return rows
+    return [
+        _confirm_row(
+            f"arena.confirm.{availability}.{policy}",
+            f"under {availability} availability, {policy} reaches {target:.0%} with the small "
+            "CNN in fewer rounds than uniform selection",
+            confirm,
+            availability,
+            policy,
+            "uniform",
+        )
+        for availability in ("always", where)
+        for policy in ex.confirm_entrants(others)
+        if policy != "uniform"
+    ]
 
 
 def claims(profile: str = "cpu", *, results_dir: str = "results", data_root: str = "data"):
@@ -140,7 +223,15 @@ def claims(profile: str = "cpu", *, results_dir: str = "results", data_root: str
     del data_root
     profile = require_choice("profile", profile, PROFILES)
     screen, missing = ar.load("screen", profile, cache_dir=results_dir)  # read once, used twice
-    return screen_claims(screen) + confirm_claims(screen, missing, profile, results_dir)
+    confirm, confirm_rows = pd.DataFrame(), []
+    if not missing and len(screen):  # the complete screen's choices define the confirm tier
+        others, where = ar.best_others(screen), ar.most_separating(screen)
+        confirm, _ = ar.load_confirm(others, where, profile, cache_dir=results_dir)
+        confirm_rows = confirm_claims((confirm, family(confirm, CONFIRM_FAMILY)), others, where)
+    return (
+        screen_claims((screen, family(screen)), (confirm, family(confirm, CONFIRM_FAMILY)))
+        + confirm_rows
+    )
 
 
 def verdict_lines(notebook: str, profile: str = "cpu", *, results_dir: str = "results"):

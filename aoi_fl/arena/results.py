@@ -15,9 +15,11 @@ and a word: "better" or "worse" when the interval excludes 0, else "no differenc
 this power" with the minimum detectable effect of those seeds
 (:func:`aoi_fl.pipeline.paired.minimum_detectable_effect`); a speed comparison in which some run
 never reached the target is "undecided" whatever its interval (the horizon, not the policies,
-set that run's value). Each comparison is at 95% on its own: the screen makes about a hundred of
-them, so a few "better" or "worse" words are expected by chance alone; it is exploratory, and the
-confirm tier (other seeds) is where its winners are tested.
+set that run's value). Each comparison's word is at 95% on its own: the screen makes about a
+hundred and thirty of them, so a few "better" or "worse" words are expected by chance alone. The
+ledger's rows therefore read each tier as a family (:func:`holm_family`): every comparison the
+tier's tables make on one measure, Holm-adjusted; the screen is exploratory, and the confirm tier
+(other seeds) is where its findings are repeated.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from scipy import stats
 from aoi_fl.arena import experiments as ex
 from aoi_fl.core.participation import run_metrics
 from aoi_fl.core.validation import require_choice
-from aoi_fl.pipeline.paired import minimum_detectable_effect, paired_interval
+from aoi_fl.pipeline.paired import holm, minimum_detectable_effect, paired_interval, paired_p_value
 from aoi_fl.pipeline.runs import cached_results
 
 #: evaluations averaged into the final accuracy
@@ -126,6 +128,8 @@ class Comparison:
     mde: float
     word: str
     censored: int
+    p_value: float
+    level: float = 0.95
 
     def text(self) -> str:
         """``+1.2 [-0.3, 2.7] no difference ... (MDE 3.1)``, or the word alone."""
@@ -138,10 +142,15 @@ class Comparison:
 
 
 def compare(
-    frame: pd.DataFrame, policy: str, reference: str, measure: str = "rounds"
+    frame: pd.DataFrame,
+    policy: str,
+    reference: str,
+    measure: str = "rounds",
+    level: float = 0.95,
 ) -> Comparison | None:
     """The paired comparison of ``policy`` with ``reference`` on ``measure`` (one availability
-    model's rows), over the seeds both have; None with fewer than 2 such seeds."""
+    model's rows), over the seeds both have, its interval and word at confidence ``level`` (a
+    family's adjusted level, :func:`holm_family`); None with fewer than 2 such seeds."""
     column, lower_better, _ = MEASURES[require_choice("measure", measure, MEASURES)]
     if "availability" in frame and frame["availability"].nunique() > 1:
         raise ValueError(
@@ -155,16 +164,27 @@ def compare(
         return None
     diff = (a.loc[seeds, column] - b.loc[seeds, column]).to_numpy(dtype=float)
     censored = int(a.loc[seeds, "censored"].sum() + b.loc[seeds, "censored"].sum())
-    ci = paired_interval(diff)
+    ci = paired_interval(diff, level)
     if censored and column == "rounds_to_target":
         word = WORDS[3]
     elif ci.low > 0 or ci.high < 0:
         word = WORDS[0] if (ci.high < 0) == lower_better else WORDS[1]
     else:
         word = WORDS[2]
-    mde = minimum_detectable_effect(ci.sd, ci.n)
+    mde = minimum_detectable_effect(ci.sd, ci.n, level)
     return Comparison(
-        policy, reference, measure, ci.n, ci.mean, ci.low, ci.high, mde, word, censored
+        policy,
+        reference,
+        measure,
+        ci.n,
+        ci.mean,
+        ci.low,
+        ci.high,
+        mde,
+        word,
+        censored,
+        paired_p_value(diff),
+        level,
     )
 
 
@@ -254,3 +274,26 @@ def comparisons(frame: pd.DataFrame, measure: str = "rounds") -> pd.DataFrame:
                 if c is not None:
                     rows.append({"availability": availability, **c.__dict__})
     return pd.DataFrame(rows)
+
+
+#: the family-wise error rate of a tier's family of comparisons (:func:`holm_family`)
+FAMILY_ALPHA = 0.05
+
+
+def holm_family(table: pd.DataFrame, alpha: float = FAMILY_ALPHA) -> pd.DataFrame:
+    """A family of comparisons (rows of :func:`comparisons`) with Holm's adjustment: ``p_holm``,
+    the adjusted p-value (:func:`aoi_fl.pipeline.paired.holm`), and ``holm_level``, the
+    confidence of the interval that Holm's step for that comparison uses: the j-th smallest of
+    m p-values (j from 0) is tested at alpha / (m - j), so its interval is at 1 - alpha / (m - j),
+    and it excludes 0 exactly when the unadjusted test at that step rejects. A comparison is
+    decided when ``p_holm`` <= ``alpha``; censored pairs are kept in the family (they count as
+    tests made) with their p-value, and stay undecided."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
+    out = table.copy()
+    if out.empty:
+        return out.assign(p_holm=pd.Series(dtype=float), holm_level=pd.Series(dtype=float))
+    out["p_holm"] = holm(out["p_value"].to_numpy(dtype=float))
+    rank = out["p_value"].rank(method="first").to_numpy(dtype=int) - 1
+    out["holm_level"] = 1 - alpha / (len(out) - rank)
+    return out

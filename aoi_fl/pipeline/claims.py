@@ -140,7 +140,10 @@ class Claim:
             if not self.ref.endswith("(ours)"):
                 object.__setattr__(self, "ref", f"{self.ref} (ours)")
         elif OURS_TAG in self.claim:
-            raise ValueError(f"{self.key}: a {self.kind!r} row is tagged {OURS_TAG!r}")
+            raise ValueError(
+                f"{self.key}: the statement of a row of kind {self.kind!r} carries "
+                f"{OURS_TAG!r}; such a row is kind 'ours'"
+            )
         verdict, reason = scoped_verdict(self.verdict, self.unmet)
         if reason:
             object.__setattr__(self, "verdict", verdict)

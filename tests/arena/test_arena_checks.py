@@ -335,7 +335,7 @@ def faster_frame(diffs, censored=()):
             {"policy": "markov_optimal", "seed": seed, "rounds_to_target": 50 + d}
             | {"censored": seed in censored}
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).assign(availability="bernoulli")
 
 
 def printed_line(c):
@@ -344,9 +344,12 @@ def printed_line(c):
     return f"{c.key}: {c.claim} (ours {ours} rounds; {c.spread}) -> {c.verdict}"
 
 
-def faster(frame, key="arena.screen.bernoulli.markov_optimal"):
-    return arena_claims._faster(
-        key, frame, "markov_optimal", "uniform", "it is faster than uniform", "screen"
+def faster(frame, key="arena.confirm.bernoulli.markov_optimal"):
+    """A confirm-tier row on ``frame``: with one comparison its Holm family is itself, so its
+    interval is the plain 95% one."""
+    table = arena_claims.family(frame, arena_claims.CONFIRM_FAMILY)
+    return arena_claims._confirm_row(
+        key, "it is faster than uniform", (frame, table), "bernoulli", "markov_optimal", "uniform"
     )
 
 
@@ -357,8 +360,8 @@ def faster(frame, key="arena.screen.bernoulli.markov_optimal"):
         ([-5, -5, -5], "held"),
         ([5, 6, 4, 5], "not held"),
         ([7, 7], "not held"),
-        ([-5, 5, -3, 3], "inconclusive at this power"),
-        ([0, 0, 0], "inconclusive at this power"),
+        ([-5, 5, -3, 3], "inconclusive at this budget"),
+        ([0, 0, 0], "inconclusive at this budget"),
         ([-5], "inconclusive"),
         ([], "inconclusive"),
     ],
@@ -367,7 +370,7 @@ def test_faster_verdicts_follow_the_interval_and_print_as_matched(diffs, verdict
     frame = faster_frame(diffs)
     c = faster(frame)
     assert c.verdict == verdict and c.paper == "arena"
-    assert c.claim == "(ours, not the papers') it is faster than uniform"
+    assert c.claim == "(ours, not the paper's) it is faster than uniform" and c.kind == "ours"
     comparison = ar.compare(frame, "markov_optimal", "uniform") if len(frame) else None
     if comparison is None:
         assert c.ours is None and c.spread == "fewer than 2 paired seeds cached"
@@ -376,7 +379,9 @@ def test_faster_verdicts_follow_the_interval_and_print_as_matched(diffs, verdict
         assert f"[{comparison.low:+.3g}, {comparison.high:+.3g}] over {len(diffs)} seeds" in (
             c.spread
         )
-        assert c.spread.endswith(f"MDE {comparison.mde:.3g}")
+        assert "95.0000% interval (Holm's level in a family of 1)" in c.spread
+        if verdict == "inconclusive at this budget":
+            assert c.spread.endswith(f"MDE {comparison.mde:.3g}")
     line = printed_line(c)
     found = re.search(c.printed_as, f"other: x -> held\n{line}\nmore -> not held", flags=re.M)
     assert found and found.group(0) == line and found.group(1) == verdict
@@ -387,14 +392,14 @@ def test_a_censored_pair_makes_a_faster_row_inconclusive_at_this_budget():
     # reference fast) because of T, not of the policy: the row cannot be decided
     c = faster(faster_frame([-5, -6, -4], censored={0}))
     assert c.verdict == "inconclusive at this budget"
-    assert c.spread == "1 run(s) of the 3 pairs never reached the target within T"
+    assert c.spread.endswith("1 run(s) of the pairs never reached the target within T")
     found = re.search(c.printed_as, printed_line(c), flags=re.M)
     assert found and found.group(1) == "inconclusive at this budget"
 
 
 def test_a_faster_row_matches_only_its_own_line():
-    held = faster(faster_frame([-5, -6, -4]), "arena.screen.bernoulli.markov_optimal")
-    other = faster(faster_frame([5, 6, 4]), "arena.screen.bernoulli_size.markov_optimal")
+    held = faster(faster_frame([-5, -6, -4]), "arena.confirm.bernoulli.markov_optimal")
+    other = faster(faster_frame([5, 6, 4]), "arena.confirm.bernoulli_size.markov_optimal")
     text = "\n".join([printed_line(other), printed_line(held)])
     assert re.search(held.printed_as, text, flags=re.M).group(1) == "held"
     assert re.search(other.printed_as, text, flags=re.M).group(1) == "not held"
@@ -434,11 +439,16 @@ def test_verdict_lines_print_every_row_as_its_pattern_finds_it(monkeypatch, tmp_
     for c, line in zip(rows, lines, strict=True):
         found = re.search(c.printed_as, text, flags=re.M)
         assert found.group(0) == line and found.group(1) == c.verdict
-    verdicts = {c.key: c.verdict for c in rows}
-    assert verdicts["arena.screen.bernoulli.markov_optimal"] == "held"
-    assert verdicts["arena.screen.diurnal.markov_optimal"] == "not held"
-    assert verdicts["arena.screen.always.markov_optimal"] == "inconclusive at this power"
-    assert verdicts["arena.screen.bernoulli.markov_available"] == "inconclusive at this power"
+    by_key = {c.key: c for c in rows}
+    # the screen's bernoulli lead survives Holm's correction and the confirm tier (which runs
+    # bernoulli, the most separating model) repeats it
+    assert by_key["arena.screen.bernoulli.markov_optimal"].verdict == "held"
+    # the diurnal lag is decided on the screen, but the confirm tier never runs diurnal
+    diurnal = by_key["arena.screen.diurnal.markov_optimal"]
+    assert diurnal.verdict == "inconclusive at this budget"
+    assert "screen, not confirmed: the confirm tier does not run this comparison" in diurnal.spread
+    for key in ("arena.screen.always.markov_optimal", "arena.screen.bernoulli.markov_available"):
+        assert by_key[key].verdict == "inconclusive at this budget"
 
 
 def test_verdict_lines_without_runs_are_inconclusive(tmp_path):

@@ -134,3 +134,57 @@ def test_errors_name_the_parameter(call, name):
 def test_nan_difference_is_refused_with_the_remedy():
     with pytest.raises(ValueError, match="1 of 3 are NaN.*did not reach the target"):
         paired_interval([1.0, np.nan, 3.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# a family of comparisons: the paired t-test's p-value and Holm's adjustment
+
+
+def test_holm_by_hand():
+    from aoi_fl.pipeline.paired import holm
+
+    # sorted 0.01, 0.02, 0.04, 0.3 times 4, 3, 2, 1: 0.04, 0.06, 0.08, 0.3 (already monotone)
+    adjusted = holm([0.04, 0.01, 0.3, 0.02])
+    assert adjusted == pytest.approx([0.08, 0.04, 0.3, 0.06])
+    # monotone: a later step never has a smaller adjusted p than an earlier one
+    assert holm([0.01, 0.011, 0.5]) == pytest.approx([0.03, 0.03, 0.5])
+    assert holm([0.2, 0.3]) == pytest.approx([0.4, 0.4])  # 0.3 steps up to 0.4
+    assert holm([0.6, 0.7]) == pytest.approx([1.0, 1.0])
+    with pytest.raises(ValueError, match="p_values must be probabilities"):
+        holm([0.5, 1.5])
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=30))
+def test_holm_is_between_the_raw_and_bonferroni_p_values(p):
+    from aoi_fl.pipeline.paired import holm
+
+    p = np.asarray(p)
+    adjusted = holm(p)
+    assert (adjusted >= p - 1e-15).all()
+    assert (adjusted <= np.minimum(p * p.size, 1) + 1e-12).all()
+    # the order of the tests is kept
+    assert (np.diff(adjusted[np.argsort(p, kind="stable")]) >= -1e-15).all()
+
+
+def test_the_p_value_is_the_paired_t_tests():
+    from scipy import stats
+
+    from aoi_fl.pipeline.paired import paired_p_value
+
+    d = [1.0, 2.5, -0.5, 3.0, 1.5]
+    assert paired_p_value(d) == pytest.approx(stats.ttest_1samp(d, 0).pvalue, rel=1e-12)
+    assert paired_p_value([2.0, 2.0, 2.0]) == 0.0  # a constant shift: certain
+    assert paired_p_value([0.0, 0.0]) == 1.0
+    with pytest.raises(ValueError, match="at least 2 finite values"):
+        paired_p_value([1.0])
+
+
+@given(st.lists(st.floats(-50, 50), min_size=2, max_size=20))
+def test_the_p_value_is_below_alpha_exactly_when_the_interval_excludes_zero(d):
+    from aoi_fl.pipeline.paired import paired_p_value
+
+    ci = paired_interval(d, 0.95)
+    from hypothesis import assume
+
+    assume(ci.sd > 1e-6 and min(abs(ci.low), abs(ci.high)) > 1e-6 * (1 + abs(ci.mean)))
+    assert (paired_p_value(d) < 0.05) == (ci.low > 0 or ci.high < 0)
