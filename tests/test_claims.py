@@ -272,3 +272,61 @@ def test_an_untested_statement_names_its_paper_place_and_reason():
         claims.Untested("fedprox", "Sec. 1", "x", "y")
     with pytest.raises(ValueError, match="Untested.reason must be a non-empty text"):
         claims.Untested("aoi", "Sec. 1", "x", " ")
+
+
+# ---------------------------------------------------------------------------------------------
+# the ledger's edges: every row in its group, no row decided out of its regime, no repeats
+
+
+@pytest.mark.slow
+@LEDGER
+def test_no_row_is_decided_on_runs_that_miss_a_condition_it_states(rows):
+    decided = {"held", "held (smaller effect than claimed)", "not held"}
+    stated = [c for c in rows if c.conditions]
+    assert stated, "no row states the conditions of its claim"
+    for c in rows:
+        if c.unmet:
+            assert c.verdict not in decided, (c.key, c.verdict, c.unmet)
+            assert "the claim's conditions are not met" in c.spread, c.key
+
+
+@pytest.mark.slow
+@LEDGER
+def test_every_row_of_ours_is_marked_and_no_row_repeats_another(rows):
+    for c in rows:
+        assert c.kind in claims.KINDS, c.key
+        tagged = c.claim.startswith(claims.OURS_TAG)
+        assert tagged == (c.kind == "ours"), c.key
+        if tagged:
+            assert c.ref.endswith("(ours)") and c.paper_value is None, c.key
+    # two decided rows with the same numbers and the same spread count one finding twice
+    seen = {}
+    for c in rows:
+        if c.verdict in ("held", "not held") and c.ours is not None:
+            fingerprint = (c.paper_value, c.ours, c.spread)
+            assert fingerprint not in seen, f"{c.key} repeats {seen[fingerprint]}"
+            seen[fingerprint] = c.key
+
+
+@pytest.mark.slow
+@pytest.mark.cpu_sensitive
+@LEDGER
+def test_the_readme_tallies_the_ledger_in_its_three_groups(ledger):
+    assert claims.tally_markdown(ledger) in (ROOT / "README.md").read_text()
+
+
+def test_the_tally_table_is_markdown_with_a_row_per_group():
+    row = dict(ref="r", claim="c", paper_value=None, ours=1.0, spread="", notebook="n")
+    rows = [
+        claims.Claim("a", "aoi", verdict="held", kind="experiment", **row),
+        claims.Claim("b", "aoi", verdict="not held", kind="arithmetic", **row),
+    ]
+    text = claims.tally_markdown(claims.ledger([lambda: rows]))
+    assert text.splitlines() == [
+        "| group | held | not held | all |",
+        "|---|---|---|---|",
+        f"| {claims.KINDS['experiment']} | 1 | 0 | 1 |",
+        f"| {claims.KINDS['arithmetic']} | 0 | 1 | 1 |",
+        f"| {claims.KINDS['ours']} | 0 | 0 | 0 |",
+        "| all | 1 | 1 | 2 |",
+    ]

@@ -368,12 +368,26 @@ def tally(table, by: str = "kind"):
     import pandas as pd
 
     require_choice("by", by, ("kind", "paper"))
-    rows = table[by]
-    if by == "kind":
-        rows = pd.Categorical(rows.map(KINDS), categories=list(KINDS.values()), ordered=True)
-    return pd.crosstab(rows, table["verdict"], margins=True, margins_name="all").rename_axis(
-        index=by
-    )
+    rows = table[by].map(KINDS) if by == "kind" else table[by]
+    counts = pd.crosstab(rows, table["verdict"], margins=True, margins_name="all")
+    if by == "kind":  # every group in the order of KINDS, an empty one too
+        counts = counts.reindex([*KINDS.values(), "all"], fill_value=0)
+    return counts.rename_axis(index=by)
+
+
+def tally_markdown(table) -> str:
+    """:func:`tally` per group as a Markdown table (the README's "The ledger in numbers"): one
+    row a group, one column a verdict (those that occur, in the order of :data:`VERDICTS`)."""
+    counts = tally(table)
+    verdicts = [v for v in VERDICTS if v in counts.columns]
+    lines = [
+        "| group | " + " | ".join(verdicts) + " | all |",
+        "|---" * (len(verdicts) + 2) + "|",
+    ]
+    for group, row in counts.iterrows():
+        cells = [str(int(row[v])) for v in verdicts]
+        lines.append(f"| {group} | " + " | ".join(cells) + f" | {int(row['all'])} |")
+    return "\n".join(lines)
 
 
 def untested_table(statements: Iterable[Untested] | None = None):
