@@ -17,7 +17,7 @@ import pandas as pd
 
 from aoi_fl.aoi import markov, memoryless, samplers, sigma
 from aoi_fl.aoi.experiments import PAPER_MODELS, group_runs, split_of
-from aoi_fl.pipeline.claims import diverged, scoped_verdict
+from aoi_fl.pipeline.claims import Condition, diverged, scoped_verdict
 from aoi_fl.pipeline.paired import (
     PairedInterval,
     Verdict,
@@ -108,11 +108,19 @@ def rounds_to_target_table(
     return pd.DataFrame(rows).set_index(["split", "policy"])
 
 
+def model_condition(results: Iterable[Any], dataset: str) -> Condition:
+    """The paper's model for ``dataset`` (:data:`experiments.PAPER_MODELS`, "a CNN as in McMahan
+    et al.") against the models our ``results`` train: a condition of every training claim
+    (:class:`aoi_fl.pipeline.claims.Condition`)."""
+    ours = sorted({r.config["model"]["name"] for r in results}) or [PAPER_MODELS[dataset]]
+    return Condition("model", PAPER_MODELS[dataset], ", ".join(ours))
+
+
 def substitute_model(results: Iterable[Any], dataset: str) -> bool:
     """Whether some run trains another model than the paper's for ``dataset``
-    (:data:`experiments.PAPER_MODELS`, "a CNN as in McMahan et al."): its verdicts on the
-    paper's claims can be neither "held" nor "not held" (:func:`paired_table`)."""
-    return any(r.config["model"]["name"] != PAPER_MODELS[dataset] for r in results)
+    (:func:`model_condition` not met): its verdicts on the paper's claims can be neither "held"
+    nor "not held" (:func:`paired_table`)."""
+    return not model_condition(results, dataset).met
 
 
 def diverged_runs(results: Iterable[Any]) -> set[tuple[str, str, int]]:
@@ -325,6 +333,7 @@ __all__ = [
     "rounds_to_target_table",
     "sample_sd",
     "speedup_table",
+    "model_condition",
     "substitute_model",
     "substitute_verdict",
     "verdict",
