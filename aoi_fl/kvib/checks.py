@@ -146,10 +146,42 @@ def check_example_3_2(ex: kr.Example32) -> None:
     )
 
 
-def notebook_11(g: np.ndarray, mse, ex: kr.Example32, ks: Sequence[int], profile: str) -> None:
-    """Notebook 11's checks: :func:`check_fig1a` and :func:`check_example_3_2` in every profile,
+def check_scale_curve(curve, mse, scale_sigma: float) -> None:
+    """Fig. 1(a) against the LogNormal scale (:func:`aoi_fl.kvib.claims.example_3_1_curve`): at
+    notebook 11's scale the curve is the table's closed forms (the same vectors), and the
+    Reading's scale ranges: RSP / ISP below 1.5 at K = 10 for scale 0.5-1.3 only, above 2 at K =
+    30 for 0.8-2.0 only, and ISP below both RSP and uniform at every scale."""
+    closed = mse.set_index(["K", "procedure"])["MSE (closed form)"]
+    at = curve[np.isclose(curve["scale"], scale_sigma)]
+    assert len(at) == mse["K"].nunique(), f"the curve has no point at scale {scale_sigma:g}"
+    for k, row in at.set_index("K").iterrows():
+        for label, (_, key) in kr.EXAMPLE_3_1_PROCEDURES.items():
+            table = closed[(k, label)]
+            assert np.isclose(row[key], table, rtol=1e-12), (
+                f"scale {scale_sigma:g}, K = {k}, {label}: curve {row[key]:.6g}, table {table:.6g}"
+            )
+    ratio = curve.set_index(["K", "scale"])["RSP / ISP"]
+    below = [s for (k, s), r in ratio.items() if k == 10 and r < kc.COMPARABLE_RATIO]
+    above = [s for (k, s), r in ratio.items() if k == 30 and r > kc.OUTPERFORMS_RATIO]
+    scales = kx.EXAMPLE_3_1_SCALES
+    assert below == [s for s in scales if s <= 1.3], (
+        f"K = 10: RSP / ISP below {kc.COMPARABLE_RATIO} at scales {below}, not 0.5-1.3"
+    )
+    assert above == [s for s in scales if s >= 0.8], (
+        f"K = 30: RSP / ISP above {kc.OUTPERFORMS_RATIO} at scales {above}, not 0.8-2.0"
+    )
+    lowest = curve["next best / ISP"].min()
+    assert lowest > 1, f"min(RSP, uniform) / ISP down to {lowest:.3g}: ISP not the lowest"
+
+
+def notebook_11(
+    g: np.ndarray, mse, ex: kr.Example32, curve, cfg: Mapping[str, Any], profile: str
+) -> None:
+    """Notebook 11's checks: :func:`check_fig1a`, :func:`check_scale_curve` and
+    :func:`check_example_3_2` in every profile (``cfg``: Example 3.1's settings),
     :func:`check_fig1a_repetitions` where the profile runs 1,000 repetitions."""
-    check_fig1a(g, mse, ks)
+    check_fig1a(g, mse, cfg["ks"])
+    check_scale_curve(curve, mse, cfg["scale_sigma"])
     check_example_3_2(ex)
     _cpu_checks(
         profile,
@@ -161,8 +193,8 @@ def notebook_11(g: np.ndarray, mse, ex: kr.Example32, ks: Sequence[int], profile
     )
     print(
         "checks passed: repetitions against closed forms, eq. 4 and eq. 5 probabilities, the "
-        "order ISP < RSP < uniform, the ledger's closed forms and verdicts, Example 3.2's "
-        "enumeration, probabilities, variances and K = 3 error"
+        "order ISP < RSP < uniform, the ledger's closed forms, the ratios' scale ranges, "
+        "Example 3.2's enumeration, probabilities, variances and K = 3 error"
     )
 
 

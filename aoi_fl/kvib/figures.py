@@ -79,6 +79,56 @@ def plot_fig1a(mse, errors: Mapping[tuple, np.ndarray], settings: Mapping[str, A
     return fig
 
 
+def _scale_table(curve):
+    """:func:`aoi_fl.kvib.claims.example_3_1_curve` by scale: RSP's and uniform's MSE over ISP's
+    at each K."""
+    table = curve.assign(**{"uniform / ISP": curve["uniform"] / curve["isp"]}).pivot(
+        index="scale", columns="K", values=["RSP / ISP", "uniform / ISP"]
+    )
+    table.columns = [f"{ratio}, K = {k}" for ratio, k in table.columns]
+    return table
+
+
+def print_scale_curve(curve) -> None:
+    """Fig. 1(a)'s ratios against the LogNormal scale of the norms (:func:`plot_scale_curve`'s,
+    and uniform's over ISP's), to two decimals."""
+    print_table(_scale_table(curve), "{:.2f}")
+
+
+def plot_scale_curve(curve, scale_sigma: float):
+    """Fig. 1(a)'s MSE ratio RSP / ISP against the LogNormal scale of the norms, one line per K,
+    with the thresholds of the ledger's reading of "comparable" at the smallest K (below
+    :data:`~aoi_fl.kvib.claims.COMPARABLE_RATIO`) and "ISP outperforms" at the largest (above
+    :data:`~aoi_fl.kvib.claims.OUTPERFORMS_RATIO`) and notebook 11's scale; uniform / ISP is in
+    :func:`print_scale_curve`'s table."""
+    ks = sorted(curve["K"].unique())
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for k in ks:
+        at = curve[curve["K"] == k]
+        ax.plot(at["scale"], at["RSP / ISP"], "-o", ms=3.5, label=f"RSP / ISP, K = {k}")
+    right = curve["scale"].max()
+    for y, text in (
+        (kc.COMPARABLE_RATIO, f"K = {ks[0]}: comparable below {kc.COMPARABLE_RATIO:g}"),
+        (kc.OUTPERFORMS_RATIO, f"K = {ks[-1]}: ISP outperforms above {kc.OUTPERFORMS_RATIO:g}"),
+    ):
+        ax.axhline(y, color="0.5", lw=0.8, ls="--")
+        ax.annotate(text, (right, y), fontsize=7, ha="right", va="bottom")
+    ax.axvline(scale_sigma, color="0.3", lw=0.8, ls=":")
+    ax.annotate(
+        f" scale of the vectors above ({scale_sigma:g})",
+        (scale_sigma, curve["RSP / ISP"].max()),
+        fontsize=7,
+        va="top",
+    )
+    ax.set_yscale("log")
+    ax.set_xlabel("LogNormal scale of the norms (not given by the paper)")
+    ax.set_ylabel("MSE ratio RSP / ISP (closed form, eq. 2)")
+    ax.legend(fontsize="x-small", loc="upper left")
+    ax.set_title("Fig. 1(a) · the claims against the unstated scale", fontsize="medium")
+    fig.tight_layout()
+    return fig
+
+
 def print_example_3_2(ex: kr.Example32) -> None:
     """Example 3.2 next to the numbers the paper prints (``kc.PAPER_EX32_*``): the norms, the
     optimal probabilities of eqs 4 and 5, every outcome of RSP and ISP at K = 2 with E[d] and the

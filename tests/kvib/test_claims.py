@@ -248,7 +248,10 @@ def test_the_self_normalised_uniform_row_is_ours_with_its_control(monkeypatch):
     # the self-normalised uniform ahead of K-Vib and of the optimum: the aggregation rule's lead
     curves = {"kvib": STABLE, "optimal": STABLE, kc.NORMALISED: FAST}
     row = _figure2(monkeypatch, curves, costs)["kvib.fig2.loss.uniform_normalised"]
-    assert row.claim.startswith("(ours, not the paper's)") and "kvib.fig2.loss" in row.claim
+    assert row.kind == "ours" and row.ref == "Fig. 2 (ours)"
+    # the tag is the ledger's, once, and the statement reads on from it
+    assert row.claim.startswith("(ours, not the paper's) uniform sampling with the self-normalised")
+    assert row.claim.count("(ours, not the paper's)") == 1 and "kvib.fig2.loss" in row.claim
     assert row.verdict == "held"
     assert (
         "kvib - it: 95% t interval" in row.spread and "optimal - it: 95% t interval" in row.spread
@@ -298,6 +301,10 @@ def _k_grid(monkeypatch, variance):
 def test_figure7_and_the_baselines_slopes_on_constructed_runs(monkeypatch):
     rows = _k_grid(monkeypatch, {"kvib": lambda k: 8 / k, "vrb": lambda k: 64 / k**2})
     assert rows["kvib.fig7.falls"].verdict == "held"
+    # Fig. 7 plots the variance but states no result: the reading is ours, and says so once
+    fig7 = rows["kvib.fig7.falls"]
+    assert fig7.kind == "ours" and fig7.claim.count("(ours, not the paper's)") == 1
+    assert fig7.ref == "Fig. 7, App. F (ours)" and fig7.paper_value is None
     assert rows["kvib.fig7.falls"].ours == pytest.approx((1.6 + 0.01) / (0.2 + 0.01))
     assert "vrb 2.57, 0.65, 0.17, 0.05" in rows["kvib.fig7.falls"].spread
     # VRB's regret falls as K^-2, K-Vib's as K^-1: said in the rate row's spread
@@ -394,13 +401,104 @@ def test_example_3_2_rows_are_exact():
     assert rows["kvib.ex3_2.sq_norm.g3"].ours == pytest.approx(36.0)
     assert rows["kvib.ex3_2.sq_norm.g3"].verdict == "not held"
     assert rows["kvib.ex3_2.p_isp.g2"].verdict == "held"
-    # the printed 0.6 is the norm of the 0.3552 error: compared norm with norm (the slip is the
-    # sq_norm rows')
+    # one reading for the whole example: its "||.||^2" is the squared norm, so the printed 0.6
+    # (the norm of the 0.3552 error) fails like the printed squared norms, and says why
+    assert kc.EX32_NORM_POWER == 2
     error = rows["kvib.ex3_2.k3_rsp.error"]
-    assert error.ours == pytest.approx(0.3552**0.5, abs=1e-4) and error.verdict == "held"
-    assert "kvib.ex3_2.sq_norm" in error.spread
+    assert error.ours == pytest.approx(0.3552, abs=1e-4) and error.verdict == "not held"
+    assert "||d - sum g|| = 0.596" in error.spread and "kvib.ex3_2.sq_norm" in error.spread
+    for key in ("kvib.ex3_2.sq_norm.g2", "kvib.ex3_2.k3_rsp.error"):
+        assert "read as printed: the squared norm" in rows[key].claim, key
     assert rows["kvib.ex3_2.k3_rsp.d_y"].verdict == "not held"
     assert rows["kvib.ex3_2.isp_closer"].ours == pytest.approx(25.2597 / 6, abs=1e-3)
+    assert {c.kind for c in rows.values()} == {"arithmetic"}
+
+
+def test_example_3_2_rows_hold_on_vectors_whose_numbers_are_the_printed_ones():
+    # vectors whose squared norms are the printed [1, 3, 6]: those rows hold, and the printed
+    # probabilities (the paper's, from the norms [1, 3, 6]) no longer do
+    directions = kc.EX32_G / np.linalg.norm(kc.EX32_G, axis=1)[:, None]
+    rows = {
+        c.key: c
+        for c in kc.example_3_2_claims(directions * np.sqrt(kc.PAPER_EX32_SQ_NORMS)[:, None])
+    }
+    assert {rows[f"kvib.ex3_2.sq_norm.g{i}"].verdict for i in (1, 2, 3)} == {"held"}
+    assert rows["kvib.ex3_2.p_isp.g1"].verdict == "not held"
+    # the paper's vectors scaled so that RSP's K = 3 squared error is the printed 0.6 (every
+    # estimate scales with the vectors, the probabilities do not)
+    scale = np.sqrt(kc.PAPER_EX32_K3_ERROR / 0.355161)
+    error = {c.key: c for c in kc.example_3_2_claims(scale * kc.EX32_G)}["kvib.ex3_2.k3_rsp.error"]
+    assert error.ours == pytest.approx(0.6, abs=1e-5) and error.verdict == "held"
+    with pytest.raises(ValueError, match=r"g must be Example 3.2's three vectors in R\^2"):
+        kc.example_3_2_claims(np.ones((4, 2)))
+
+
+def test_scale_verdict_on_constructed_curves():
+    scales = [0.5, 1.0, 1.5, 2.0]
+    # below the threshold at every scale: held, whatever the unstated scale
+    assert kc.scale_verdict(scales, [1.1, 1.2, 1.3, 1.4], 1.5, "below") == (
+        "held",
+        "held at every scale 0.5-2",
+    )
+    # above it at every scale: not held
+    verdict, where = kc.scale_verdict(scales, [1.6, 1.7, 2.5, 9.0], 1.5, "below")
+    assert (verdict, where) == ("not held", "not held at every scale 0.5-2")
+    # the curve crosses the threshold: the scale decides, which no budget changes
+    verdict, where = kc.scale_verdict(scales, [1.6, 1.9, 2.1, 3.0], 2.0, "above")
+    assert verdict == "inconclusive"
+    assert where.startswith("not held for scale 0.5-1, held for scale 1.5-2: the verdict turns")
+    # a verdict that comes back is named at each of its ranges; on the threshold is not beyond it
+    _, where = kc.scale_verdict(scales, [1.0, 2.0, 1.0, 1.0], 1.5, "below")
+    assert where.startswith("held for scale 0.5 and 1.5-2, not held for scale 1:")
+    assert kc.scale_verdict(scales, [1.5] * 4, 1.5, "below")[0] == "not held"
+
+
+@pytest.mark.parametrize(
+    ("scales", "values", "threshold", "claimed", "message"),
+    [
+        ([0.5], [1.0], 1.5, "below", "scales must be at least 2 finite, strictly increasing"),
+        ([1.0, 0.5], [1.0, 1.0], 1.5, "below", "scales must be at least 2"),
+        ([0.5, 1.0], [1.0], 1.5, "below", "values must be 2 finite numbers, one per scale"),
+        ([0.5, 1.0], [1.0, np.nan], 1.5, "below", "values must be 2 finite numbers"),
+        ([0.5, 1.0], [1.0, 1.0], np.inf, "below", "threshold must be a finite number, got inf"),
+        ([0.5, 1.0], [1.0, 1.0], 1.5, "under", "claimed"),
+    ],
+)
+def test_scale_verdict_rejects_bad_input(scales, values, threshold, claimed, message):
+    with pytest.raises(ValueError, match=message):
+        kc.scale_verdict(scales, values, threshold, claimed)
+
+
+def test_example_3_1_curve_moves_with_the_scale_alone():
+    # one seeded stream: at each scale the vectors are those of example_3_1_vectors, so the
+    # curve at a scale is the closed forms on that scale's vectors
+    curve = kc.example_3_1_curve((0.5, 1.0), (2, 6), 20, 7)
+    assert list(curve["scale"]) == [0.5, 0.5, 1.0, 1.0] and list(curve["K"]) == [2, 6, 2, 6]
+    mse = kc.example_3_1_mse(kc.kx.example_3_1_vectors(20, 7, 1.0), 6)
+    last = curve.iloc[-1]
+    assert [last[key] for key in ("uniform", "rsp", "isp")] == pytest.approx(list(mse.values()))
+    assert last["RSP / ISP"] == pytest.approx(mse["rsp"] / mse["isp"])
+    assert last["next best / ISP"] == pytest.approx(min(mse["rsp"], mse["uniform"]) / mse["isp"])
+
+
+def test_figure1a_rows_are_decided_over_the_unstated_scale():
+    rows = {c.key: c for c in kc.figure1_claims("cpu")}
+    assert kc.kx.EXAMPLE_3_1_SCALES == tuple(np.round(np.linspace(0.5, 2.0, 16), 1))
+    # each ratio claim holds at some scales and fails at others: inconclusive, and the spread
+    # says where each verdict holds
+    comparable, better = rows["kvib.fig1a.k10.comparable"], rows["kvib.fig1a.k30.isp_better"]
+    assert comparable.verdict == better.verdict == "inconclusive"
+    assert "held for scale 0.5-1.3, not held for scale 1.4-2" in comparable.spread
+    assert "not held for scale 0.5-0.7, held for scale 0.8-2" in better.spread
+    # ours: the ratio at notebook 11's scale, where the table and scatter plot are
+    assert comparable.ours == pytest.approx(1.266, abs=1e-3)
+    assert better.ours == pytest.approx(2.671, abs=1e-3)
+    # ISP lowest at every scale; RSP below uniform (not claimed) fails at small scales
+    lowest = rows["kvib.fig1a.isp_lowest"]
+    assert lowest.verdict == "held" and "held at every scale 0.5-2" in lowest.spread
+    assert "fails at K = 30 for scale 0.5-0.6" in lowest.spread
+    # Example 3.1 is a simulation on random vectors: experiment, not arithmetic
+    assert {rows[k].kind for k in rows if k.startswith("kvib.fig1a.")} == {"experiment"}
 
 
 def _check_rows(rows):
@@ -453,8 +551,19 @@ def test_committed_cache_rows():
     _check_rows(rows)
     by = {c.key: c for c in rows}
     assert not any("not cached" in c.spread for c in rows)
-    # notebook 11's Reading: every claim of Fig. 1 it prints holds
-    assert {c.verdict for c in rows if c.notebook == "11_isp_vs_rsp" and c.printed_as} == {"held"}
+    # notebook 11's Reading: Fig. 1(a)'s ratio claims turn on the unstated scale, ISP is the
+    # lowest at every scale, and ISP is closer in Example 3.2
+    assert {c.key: c.verdict for c in rows if c.notebook == "11_isp_vs_rsp" and c.printed_as} == {
+        "kvib.fig1a.k10.comparable": "inconclusive",
+        "kvib.fig1a.k30.isp_better": "inconclusive",
+        "kvib.fig1a.isp_lowest": "held",
+        "kvib.ex3_2.isp_closer": "held",
+    }
+    # rows of ours: the self-normalised uniform's control and Fig. 7, which states no result
+    assert {c.key for c in rows if c.kind == "ours"} == {
+        "kvib.fig2.loss.uniform_normalised",
+        "kvib.fig7.falls",
+    }
     # one seed per K or gamma scale: no interval
     for key in (
         "fig3b.falls",

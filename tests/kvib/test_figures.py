@@ -65,6 +65,32 @@ def test_fig1a_has_a_panel_per_budget_and_a_cloud_per_procedure(example_3_1):
         assert [len(c.get_offsets()) for c in ax.collections] == [50, 50, 50]
 
 
+def test_the_scale_curve_has_a_line_per_budget_and_the_thresholds(capsys):
+    from aoi_fl.kvib import claims as kc
+
+    curve = kc.example_3_1_curve((0.5, 1.0, 1.5), (2, 6), 20, 5)
+    kf.print_scale_curve(curve)
+    header = capsys.readouterr().out.splitlines()[0].split("  ")
+    assert [h.strip() for h in header if h.strip()] == [
+        "RSP / ISP, K = 2",
+        "RSP / ISP, K = 6",
+        "uniform / ISP, K = 2",
+        "uniform / ISP, K = 6",
+    ]
+    (ax,) = kf.plot_scale_curve(curve, 1.0).axes
+    assert _legend(ax) == ["RSP / ISP, K = 2", "RSP / ISP, K = 6"]
+    ratios = curve.pivot(index="scale", columns="K", values="RSP / ISP")
+    for line, k in zip(ax.get_lines()[:2], (2, 6), strict=True):
+        assert list(line.get_xdata()) == [0.5, 1.0, 1.5]
+        assert list(line.get_ydata()) == pytest.approx(list(ratios[k]))
+    # the thresholds of "comparable" and "ISP outperforms", and the scale of the vectors above
+    assert [line.get_ydata()[0] for line in ax.get_lines()[2:4]] == [
+        kc.COMPARABLE_RATIO,
+        kc.OUTPERFORMS_RATIO,
+    ]
+    assert ax.get_lines()[4].get_xdata()[0] == 1.0
+
+
 def test_example_3_2_is_enumerated_exactly():
     ex = kr.example_3_2()
     for name in ("RSP", "ISP"):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from aoi_fl.kvib import checks
+from aoi_fl.kvib import claims as kc
 from aoi_fl.kvib import experiments as kx
 from aoi_fl.kvib import results as kr
 
@@ -22,18 +23,36 @@ def fig1a():
     cfg = kx.example_3_1_settings("cpu")
     g = kx.example_3_1_vectors(cfg["n"], cfg["dim"], cfg["scale_sigma"])
     mse, _ = kr.example_3_1_table(g, cfg["ks"], cfg["repetitions"])
-    return g, mse, cfg["ks"]
+    curve = kc.example_3_1_curve(kx.EXAMPLE_3_1_SCALES, cfg["ks"], cfg["n"], cfg["dim"])
+    return g, mse, curve, cfg
 
 
 def test_notebook_11_checks_hold_in_the_cpu_profile(fig1a, capsys):
-    g, mse, ks = fig1a
-    checks.notebook_11(g, mse, kr.example_3_2(), ks, "cpu")
+    g, mse, curve, cfg = fig1a
+    checks.notebook_11(g, mse, kr.example_3_2(), curve, cfg, "cpu")
     out = capsys.readouterr().out
     assert "skipped" not in out and out.startswith("checks passed: repetitions against closed")
 
 
+def test_the_scale_curve_check_fails_on_a_curve_that_contradicts_the_reading(fig1a):
+    _, mse, curve, cfg = fig1a
+    checks.check_scale_curve(curve, mse, cfg["scale_sigma"])
+    # a curve of other vectors does not pass through the table's closed forms
+    shifted = curve.assign(isp=curve["isp"] * 1.01)
+    with pytest.raises(AssertionError, match="scale 1, K = 10, ISP, eq. 4: curve"):
+        checks.check_scale_curve(shifted, mse, cfg["scale_sigma"])
+    with pytest.raises(AssertionError, match="the curve has no point at scale 0.95"):
+        checks.check_scale_curve(curve, mse, 0.95)
+    # K = 10's ratio below 1.5 up to 1.4: not the Reading's range
+    at = (curve["K"] == 10) & (curve["scale"] == 1.4)
+    lower = curve.assign(**{"RSP / ISP": curve["RSP / ISP"].where(~at, 1.49)})
+    with pytest.raises(AssertionError, match=r"K = 10: RSP / ISP below 1.5 at scales .* not 0.5"):
+        checks.check_scale_curve(lower, mse, cfg["scale_sigma"])
+
+
 def test_notebook_11_checks_fail_on_numbers_that_contradict_them(fig1a):
-    g, mse, ks = fig1a
+    g, mse, _, cfg = fig1a
+    ks = cfg["ks"]
     far = mse.assign(z=mse["z"].where(mse.index != 0, 3.0))
     with pytest.raises(AssertionError, match="not within 2 standard errors"):
         checks.check_fig1a_repetitions(far)
@@ -48,9 +67,9 @@ def test_notebook_11_checks_fail_on_numbers_that_contradict_them(fig1a):
 
 
 def test_notebook_11_skips_the_repetitions_check_in_smoke(fig1a, capsys):
-    g, mse, ks = fig1a
+    g, mse, curve, cfg = fig1a
     far = mse.assign(z=mse["z"].where(mse.index != 0, 3.0))  # |z| < 4, not < 2
-    checks.notebook_11(g, far, kr.example_3_2(), ks, "smoke")
+    checks.notebook_11(g, far, kr.example_3_2(), curve, cfg, "smoke")
     assert capsys.readouterr().out.startswith("skipped in smoke: |z| < 2")
 
 
