@@ -705,9 +705,16 @@ class FederatedTrainer:
             raise ValueError("checkpoint parameters do not match the model")
         if set(state.get("history", {})) != set(self._history_keys()):
             raise ValueError("checkpoint history does not have the expected records")
+        done = require_int("round", state["round"], minimum=0)
+        recorded = len(state["history"]["lr"])  # one learning rate per round trained
+        if done > self.settings.rounds or recorded != done:
+            raise ValueError(
+                f"checkpoint of round {done} with {recorded} rounds recorded does not fit a run "
+                f"of {self.settings.rounds} rounds"
+            )
         self.algorithm.load_state_dict(groups["algorithm"])
         self.sampler.load_state_dict(state["sampler"])
         # .to() with copy: a checkpoint from any device resumes here (a clone where it matches)
         self.params = {k: v.to(self.device, copy=True) for k, v in groups["params"].items()}
-        self.round = require_int("round", state["round"], minimum=0)
+        self.round = done
         self.history = copy.deepcopy(dict(state["history"]))

@@ -22,7 +22,6 @@ import json
 import multiprocessing as mp
 import os
 import time
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -59,8 +58,6 @@ from aoi_fl.pipeline import config_checks, plugins
 from aoi_fl.pipeline.cache import (
     CheckpointStore,
     ResultStore,
-    arrays_bytes,
-    atomic_write_bytes,
     canonical_json,
     config_key,
 )
@@ -385,7 +382,8 @@ def _require_writable(cache_dir: str) -> None:
         ResultStore(cache_dir).check_writable()
     except OSError as exc:
         raise ValueError(
-            f"cache_dir={str(cache_dir)!r} must be writable to store new runs: {exc}"
+            f"cache_dir={str(cache_dir)!r} must be writable to store new runs: {exc}; make it "
+            "writable or pass another cache_dir"
         ) from exc
 
 
@@ -430,8 +428,10 @@ def run_experiment(
         _, tensors, state = checkpoint
         try:
             trainer.load_state_dict(tensors, state)
-        except (KeyError, TypeError, ValueError) as exc:
-            warnings.warn(f"ignoring unusable checkpoint (restarting the run): {exc}", stacklevel=2)
+        # a state that does not fit the run may fail anywhere in a sampler's or an algorithm's
+        # loader; it costs the rounds the checkpoint saved, never the run
+        except Exception as exc:
+            checkpoints.ignore(checkpoints.folder / "latest.json", exc)
             # loading may have changed some parts
             trainer = build_trainer(resolved, data_root, device)
 
@@ -453,10 +453,11 @@ def run_experiment(
         "torch_version": torch.__version__,
         "device": str(trainer.device),
     }
-    if not resolved["training"].get("keep_params", True):
-        atomic_write_bytes(results.root / "weights" / f"{key}.npz", arrays_bytes(final))
+    if resolved["training"].get("keep_params", True):
+        results.save(resolved, result, final)
+    else:
+        results.save(resolved, result, weights=final)
         final = {}  # as a later cache hit gives it
-    results.save(resolved, result, final)
     checkpoints.clear()
     return ExperimentResult(
         key, resolved, copy.deepcopy(history), final, sampler, False, str(trainer.device)
