@@ -124,10 +124,16 @@ def ray_results(
 
 
 def store_result(cache_dir: str, config: dict, stored: dict, arrays: dict, weights: Any) -> None:
-    """Write a task's result into the driver's cache, as a local run would have."""
-    from aoi_fl.pipeline.cache import ResultStore, atomic_write_bytes, config_key
+    """Write a task's result into the driver's cache, as a local run would have: the weights
+    (the task's ``.npz`` bytes) through the same atomic write of the whole entry, so that a full
+    disk leaves nothing half-written here either."""
+    import io
 
-    store = ResultStore(cache_dir)
+    import numpy as np
+
+    from aoi_fl.pipeline.cache import ResultStore
+
     if weights is not None:
-        atomic_write_bytes(store.root / "weights" / f"{config_key(config)}.npz", weights)
-    store.save(config, stored, arrays)
+        with np.load(io.BytesIO(weights), allow_pickle=False) as npz:
+            weights = {name: npz[name] for name in npz.files}
+    ResultStore(cache_dir).save(config, stored, arrays, weights=weights)

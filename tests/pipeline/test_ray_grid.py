@@ -71,3 +71,21 @@ def test_an_unknown_executor_is_refused(monkeypatch):
     monkeypatch.setenv(runs.EXECUTOR_VAR, "dask")
     with pytest.raises(ValueError, match="unknown executor 'dask'; valid: local, ray"):
         runs.run_grid([config(0)])
+
+
+def test_a_tasks_weights_are_stored_with_its_entry(tmp_path):
+    # the driver decodes the task's .npz bytes and writes them with the rest of the entry
+    import io
+
+    import numpy as np
+
+    from aoi_fl.pipeline.cache import ResultStore, arrays_bytes
+    from aoi_fl.pipeline.ray_grid import store_result
+
+    cfg = config(0)
+    weights = {"fc.weight": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    store_result(str(tmp_path), cfg, {"rounds": 3}, {"acc": np.ones(3)}, arrays_bytes(weights))
+    store = ResultStore(str(tmp_path))
+    assert store.load(cfg)[0] == {"rounds": 3}
+    with np.load(io.BytesIO(store.weights_file(cfg).read_bytes())) as npz:
+        assert np.array_equal(npz["fc.weight"], weights["fc.weight"])
