@@ -72,8 +72,13 @@ data: venv
 	$(PY) -m aoi_fl.data fetch-mnist --root data
 	$(PY) -m aoi_fl.data fetch-fashion-mnist --root data
 
-figures: venv data
-	$(PY) scripts/run_notebooks.py --profile $(PROFILE) --rerun $(RERUN) $(if $(NB),--only $(NB),)
+# the variables are checked before the data step (seconds to start even with the data there), so
+# that a mistyped one is refused at once; "=" keeps an empty value an argument (PROFILE= is refused)
+FIGURES_ARGS = --profile=$(PROFILE) --rerun=$(RERUN) $(if $(NB),--only=$(NB),)
+figures: venv
+	@$(PY) scripts/run_notebooks.py --check $(FIGURES_ARGS)
+	@$(MAKE) --no-print-directory data
+	$(PY) scripts/run_notebooks.py $(FIGURES_ARGS)
 
 lint: venv
 	$(PY) -m ruff check aoi_fl tests benchmarks scripts flower-app

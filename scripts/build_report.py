@@ -11,6 +11,12 @@ require.js, MathJax, Mermaid and widget-manager scripts (all from CDNs), output 
 as data URIs, and the build fails if a produced page still references an ``http(s)://`` resource
 in a ``script``, ``link``, ``img`` (or other loading) tag. Markdown math, if any, stays as raw TeX.
 
+The pages run nothing either: the HTML of markdown cells and outputs is sanitized with nh3
+(:func:`clean_html`: no script, event handler, ``javascript:`` URL or frame survives), JavaScript
+and widget outputs are not rendered (their plain-text form is shown instead, if they have one),
+and the build fails if a page still holds a script or another way to run code
+(:func:`active_content`).
+
 Usage: ``python scripts/build_report.py --out report``
 """
 
@@ -26,10 +32,13 @@ import time
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import jinja2
 import nbformat
+import nh3
 from nbconvert import HTMLExporter
+from traitlets.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
@@ -67,6 +76,23 @@ LOADING_TAGS = {
     "object": ("data",),
 }
 NETWORK_URL = re.compile(r"^\s*(https?:)?//", re.IGNORECASE)
+
+# the output kinds a page shows, first available first: nbconvert's HTML list without those that
+# would run code in the reader's browser (JavaScript, widget views) or go in unescaped (Mermaid);
+# an output with only those shows its text/plain form, or nothing. An SVG output is shown as an
+# <img> (nbconvert's default), where the browser runs none of its scripts.
+DISPLAY_PRIORITY = [
+    "text/html",
+    "text/markdown",
+    "image/svg+xml",
+    "text/latex",
+    "image/png",
+    "image/jpeg",
+    "text/plain",
+]
+# tags that run code or open another document inside the page; no page of the report has one
+ACTIVE_TAGS = {"script", "iframe", "frame", "frameset", "object", "embed"}
+SCRIPT_URL_SCHEMES = ("javascript:", "vbscript:")
 
 TABLE_ROW = re.compile(r"^\|\s*`(\d\d_[\w-]+)`\s*\|\s*(.*?)\s*\|")
 
@@ -157,26 +183,49 @@ def ledger_summary(nb: nbformat.NotebookNode) -> str:
     return ""
 
 
-class _LoadedUrls(HTMLParser):
+class _StartTags(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.urls: list[tuple[str, str, str]] = []
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        wanted = LOADING_TAGS.get(tag, ())
-        for name, value in attrs:
-            if name in wanted and value:
-                self.urls.append((tag, name, value))
+        self.tags.append((tag, attrs))
+
+
+def start_tags(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    """Every start tag of ``page``, with its attributes (character references decoded)."""
+    parser = _StartTags()
+    parser.feed(page)
+    parser.close()
+    return parser.tags
 
 
 def network_references(page: str) -> list[str]:
     """``tag attr=url`` for every resource the page would fetch over the network."""
-    parser = _LoadedUrls()
-    parser.feed(page)
     found = []
-    for tag, attr, value in parser.urls:
-        candidates = [part.split()[0] for part in value.split(",")] if attr == "srcset" else [value]
-        found += [f"<{tag} {attr}={url}>" for url in candidates if NETWORK_URL.match(url)]
+    for tag, attrs in start_tags(page):
+        for attr, value in attrs:
+            if attr not in LOADING_TAGS.get(tag, ()) or not value:
+                continue
+            candidates = (
+                [part.split()[0] for part in value.split(",")] if attr == "srcset" else [value]
+            )
+            found += [f"<{tag} {attr}={url}>" for url in candidates if NETWORK_URL.match(url)]
+    return found
+
+
+def active_content(page: str) -> list[str]:
+    """``<tag attr=...>`` for everything in ``page`` that could run code in the reader's browser:
+    a script, frame or plugin tag, an event handler (``on...``), a ``javascript:`` URL."""
+    found = []
+    for tag, attrs in start_tags(page):
+        if tag in ACTIVE_TAGS:
+            found.append(f"<{tag}>")
+        for attr, value in attrs:
+            # a browser ignores whitespace and control characters inside a URL's scheme
+            url = re.sub(r"[\x00-\x20]", "", value or "").lower()
+            if attr.startswith("on") or url.startswith(SCRIPT_URL_SCHEMES):
+                found.append(f"<{tag} {attr}={value}>")
     return found
 
 
@@ -187,14 +236,47 @@ def inline_markdown(text: str) -> str:
     return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
 
 
+def _keep_data_urls_in_images(tag: str, attribute: str, value: str) -> str | None:
+    # a data: URL is an embedded image (markdown images are embedded as data URIs); anywhere else
+    # it is a document of its own, which could hold a script
+    if urlsplit(value).scheme.lower() == "data" and (tag, attribute) != ("img", "src"):
+        return None
+    return value
+
+
+_CLEANER = nh3.Cleaner(
+    # nh3's safe defaults (text, tables, lists, headings, links, images), plus what nbconvert's
+    # markup and pandas' tables carry: classes and ids (highlighting, anchors) and cell alignment
+    attributes={
+        **{tag: set(names) for tag, names in nh3.ALLOWED_ATTRIBUTES.items()},
+        "*": {"class", "id", "lang", "title", "style"},
+    },
+    filter_style_properties={"text-align", "vertical-align"},
+    clean_content_tags={"script", "style"},  # dropped with their content, not shown as text
+    url_schemes=nh3.ALLOWED_URL_SCHEMES | {"data"},
+    attribute_filter=_keep_data_urls_in_images,
+)
+
+
+def clean_html(fragment: str | bytes) -> str:
+    """``fragment`` (notebook HTML) without anything that runs code: every tag and attribute not
+    on nh3's allow-list goes (scripts and styles with their content), and with them event
+    handlers, frames and inline SVG; URLs keep only safe schemes (no ``javascript:``), ``data:``
+    only for images. nbconvert applies it to markdown cells, HTML and markdown outputs."""
+    return _CLEANER.clean(fragment.decode() if isinstance(fragment, bytes) else str(fragment))
+
+
 def exporter() -> HTMLExporter:
     loader = jinja2.DictLoader({OFFLINE_TEMPLATE: OFFLINE_TEMPLATE_SOURCE})
     return HTMLExporter(
+        config=Config({"NbConvertBase": {"display_data_priority": DISPLAY_PRIORITY}}),
         template_name="lab",
         template_file=OFFLINE_TEMPLATE,
         extra_loaders=[loader],
         embed_images=True,
         theme="light",
+        sanitize_html=True,
+        filters={"clean_html": clean_html},  # in place of nbconvert's, on bleach (deprecated)
     )
 
 
@@ -308,6 +390,9 @@ def build(
     export = exporter()
     written = []
     for i, (entry, nb) in enumerate(zip(entries, nbs, strict=True)):
+        # a notebook saved with its widgets' state would put it in a <script> block, for the
+        # widget manager that no page loads
+        nb.metadata.pop("widgets", None)
         resources = {"metadata": {"name": entry.title}, "report_nav": navigation(entries, i)}
         page, _ = export.from_notebook_node(nb, resources=resources)
         (out / entry.page).write_text(page, encoding="utf-8")
@@ -319,15 +404,17 @@ def build(
     (out / "index.html").write_text(index_html(ledger, rest), encoding="utf-8")
     written.insert(0, out / "index.html")
 
-    problems = [
-        f"{page.name}: {ref}"
-        for page in written
-        for ref in network_references(page.read_text(encoding="utf-8"))
-    ]
-    if problems:
-        raise SystemExit(
-            "the report would load resources from the network:\n  " + "\n  ".join(problems)
-        )
+    for check, what in (
+        (active_content, "run code in the reader's browser"),
+        (network_references, "load resources from the network"),
+    ):
+        problems = [
+            f"{page.name}: {found}"
+            for page in written
+            for found in check(page.read_text(encoding="utf-8"))
+        ]
+        if problems:
+            raise SystemExit(f"the report would {what}:\n  " + "\n  ".join(problems))
     return written
 
 

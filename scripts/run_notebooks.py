@@ -8,6 +8,10 @@ byte-identical, whether the results were recomputed or read from the cache.
 
 The kernels run with NumPy's and SciPy's CPU-dependent code paths pinned
 (:func:`pin_numeric_code_paths`), so that another x86-64 machine computes the same last bits.
+
+The variables of ``make figures`` (``PROFILE``, ``NB``, ``RERUN``, ``DEVICE``, ``EXECUTOR``) are
+checked before any notebook runs (:func:`variable_problems`); a notebook that fails does not stop
+the others, and the run ends with every failure named (exit status 1).
 """
 
 from __future__ import annotations
@@ -16,13 +20,17 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
-from contextlib import nullcontext
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
-import papermill as pm
+from aoi_fl.core.validation import require_choice
+from aoi_fl.pipeline.executors import EXECUTOR_VAR, EXECUTORS
+from aoi_fl.pipeline.profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -125,18 +133,26 @@ def pin_numeric_code_paths() -> dict[str, str]:
 def execute(nb: Path, out: Path, profile: str, rerun: bool = False) -> None:
     """Execute notebook ``nb`` in ``profile`` into ``out`` (may be ``nb``), without the
     run-dependent metadata (:func:`strip_volatile`)."""
+    # seconds to import on a busy machine: not before the variables are checked
+    import papermill as pm
+
     pin_numeric_code_paths()
     declared = pm.inspect_notebook(str(nb))
     offered = {"profile": profile, "rerun": rerun}
-    pm.execute_notebook(
-        str(nb),
-        str(out),
-        parameters={k: v for k, v in offered.items() if k in declared},
-        cwd=str(NOTEBOOKS),
-        progress_bar=sys.stderr.isatty(),  # cells done, in the terminal only
-        kernel_name="python3",
-    )
-    strip_volatile(out)
+    try:
+        pm.execute_notebook(
+            str(nb),
+            str(out),
+            parameters={k: v for k, v in offered.items() if k in declared},
+            cwd=str(NOTEBOOKS),
+            progress_bar=sys.stderr.isatty(),  # cells done, in the terminal only
+            kernel_name="python3",
+        )
+    finally:
+        # papermill saves a failed run's partial output too: stripped like a complete one, its
+        # diff against the committed notebook shows what the run changed, not its timestamps
+        if out.exists():
+            strip_volatile(out)
 
 
 #: the claims ledger reads what the other notebooks' runs left in the cache: it runs last
@@ -148,36 +164,157 @@ def in_run_order(paths) -> list[Path]:
     return sorted(paths, key=lambda p: (p.name == LAST, p.name))
 
 
+def select(only: str) -> list[Path]:
+    """The notebooks whose name starts with ``only``, in run order."""
+    return in_run_order(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if p.name.startswith(only))
+
+
+# what the Makefile exports for DEVICE (and EXECUTOR, EXECUTOR_VAR); the kernels read it as
+# aoi_fl.core.device.DEVICE_VAR, a module that imports PyTorch: named here so that an unset
+# DEVICE is checked without loading it
+DEVICE_VAR = "AOI_FL_DEVICE"
+
+
+def check_selection(only: str) -> None:
+    if not select(only):
+        names = ", ".join(sorted(p.stem for p in select("")))
+        raise ValueError(
+            f"no notebook in {NOTEBOOKS} starts with {only!r}; valid: a prefix of {names}"
+        )
+
+
+def check_executor(name: str) -> None:
+    require_choice("executor", name, EXECUTORS)
+
+
+def check_device(name: str) -> None:
+    """The project's own device check (``resolve_device``), run here: a GPU this machine lacks
+    is refused now rather than in the first notebook that trains."""
+    # PyTorch takes seconds to load: only when DEVICE is set
+    import torch
+
+    from aoi_fl.core.device import resolve_device
+
+    try:
+        # on a GPU it also applies make_deterministic here, where nothing trains: harmless, and
+        # the CUBLAS_WORKSPACE_CONFIG the kernels inherit is the one they would set themselves
+        resolve_device(name)
+    except ValueError as exc:
+        usable = ["auto", "cpu"]
+        if torch.cuda.is_available():
+            usable += ["cuda", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))]
+        raise ValueError(f"{exc}; valid here: {', '.join(usable)}") from exc
+
+
+def variable_problems(args: argparse.Namespace) -> list[str]:
+    """One line per unusable variable of ``make figures`` (none: all usable). Checked before the
+    first notebook: a bad DEVICE or EXECUTOR would otherwise surface only in the traceback of
+    the first notebook that trains, after the ones before it had run."""
+    checks: list[tuple[str, str, str, Callable[[str], object]]] = [
+        ("PROFILE", "--profile", args.profile, lambda v: require_choice("profile", v, PROFILES)),
+        ("NB", "--only", args.only, check_selection),
+        ("RERUN", "--rerun", args.rerun, lambda v: require_choice("RERUN", v, ("0", "1"))),
+    ]
+    for name, env, check in (
+        ("EXECUTOR", EXECUTOR_VAR, check_executor),
+        ("DEVICE", DEVICE_VAR, check_device),
+    ):
+        # unset or empty: the default (local, auto), as the kernels read it
+        if os.environ.get(env):
+            checks.append((name, f"${env}", os.environ[env], check))
+    problems = []
+    for name, source, value, check in checks:
+        try:
+            check(value)
+        except ValueError as exc:
+            problems.append(f"{name}={value!r} ({source}): {exc}")
+    return problems
+
+
+class Failure(NamedTuple):
+    """A notebook that raised: its last error line and where papermill left its output."""
+
+    notebook: Path
+    error: str
+    output: Path
+
+
+def last_error_line(exc: Exception) -> str:
+    """``ValueError: ...``: the last line of a notebook's traceback, or of papermill's own error
+    (a kernel that died or never started)."""
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(exc, PapermillExecutionError):
+        name, value = exc.ename, exc.evalue
+    else:
+        name, value = type(exc).__name__, str(exc)
+    lines = [line for line in value.splitlines() if line.strip()]
+    return f"{name}: {lines[-1]}" if lines else name
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--profile", default="cpu", choices=("smoke", "cpu", "paper"))
-    parser.add_argument(
-        "--rerun", default="0", choices=("0", "1"), help="recompute cached training results"
-    )
+    parser.add_argument("--profile", default="cpu", help=f"one of {', '.join(PROFILES)}")
+    parser.add_argument("--rerun", default="0", help="1: recompute cached training results")
     parser.add_argument("--only", default="", help="run the notebooks whose name starts with this")
+    parser.add_argument(
+        "--check", action="store_true", help="check the variables, run nothing (make figures)"
+    )
     args = parser.parse_args()
 
-    notebooks = in_run_order(
-        p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if p.name.startswith(args.only)
-    )
-    if not notebooks:
-        print(f"no notebook in {NOTEBOOKS} starts with {args.only!r}", file=sys.stderr)
+    problems = variable_problems(args)
+    if problems:
+        print("make figures: no notebook was run; fix these first:", file=sys.stderr)
+        for problem in problems:
+            print(f"  {problem}", file=sys.stderr)
         return 2
+    if args.check:
+        return 0
     # smoke runs only check that the notebooks run: their executed copies go to a temporary
-    # folder that is removed at the end (the notebooks' own smoke results: aoi_fl.pipeline.notebook)
-    smoke = args.profile == "smoke"
-    with tempfile.TemporaryDirectory(prefix="aoi-fl-smoke-") if smoke else nullcontext() as tmp:
-        run_all(notebooks, args, Path(tmp) if tmp else None)
+    # folder, removed at the end unless a notebook failed there (its partial output is the
+    # place to look); the notebooks' own smoke results: aoi_fl.pipeline.notebook
+    scratch = Path(tempfile.mkdtemp(prefix="aoi-fl-smoke-")) if args.profile == "smoke" else None
+    notebooks = select(args.only)
+    failures: list[Failure] = []
+    try:
+        failures = run_all(notebooks, args, scratch)
+    finally:
+        if scratch is not None and not failures:
+            shutil.rmtree(scratch)
+    if failures:
+        print(
+            f"make figures: {len(failures)} of {len(notebooks)} notebooks failed:",
+            file=sys.stderr,
+        )
+        for failure in failures:
+            print(f"  {failure.notebook.name}: {failure.error}", file=sys.stderr)
+            written = failure.output if failure.output.exists() else "none written"
+            print(f"    partial output: {written}", file=sys.stderr)
+        return 1
     return 0
 
 
-def run_all(notebooks: list[Path], args: argparse.Namespace, scratch: Path | None) -> None:
-    """Execute ``notebooks`` in order; write into ``scratch`` if given, else in place."""
+def run_all(notebooks: list[Path], args: argparse.Namespace, scratch: Path | None) -> list[Failure]:
+    """Execute ``notebooks`` in order, into ``scratch`` if given, else in place; a failed one
+    does not stop the rest (the ledger, last, still reports what the others produced).
+    Returns the failures."""
+    failures = []
     for nb in notebooks:
         start = time.perf_counter()
+        out = (scratch / nb.name) if scratch else nb
         print(f"[{args.profile}] {nb.name} ...", flush=True)
-        execute(nb, (scratch / nb.name) if scratch else nb, args.profile, args.rerun == "1")
-        print(f"[{args.profile}] {nb.name} done in {time.perf_counter() - start:.1f} s", flush=True)
+        try:
+            execute(nb, out, args.profile, args.rerun == "1")
+        except Exception as exc:  # whatever stopped it, the next notebook runs
+            failures.append(Failure(nb, last_error_line(exc), out))
+            status = f"FAILED ({failures[-1].error})"
+        else:
+            status = "done"
+        print(
+            f"[{args.profile}] {nb.name} {status} in {time.perf_counter() - start:.1f} s",
+            flush=True,
+        )
+    return failures
 
 
 if __name__ == "__main__":

@@ -113,3 +113,28 @@ def test_make_lab_serves_and_stops():
     # the line the Makefile prints, and JupyterLab's own URL to open (it masks a given token)
     assert f"open the http://127.0.0.1:{port}/lab?token=" in output
     assert re.search(rf"ServerApp\] http://127\.0\.0\.1:{port}/lab\?token=", output), output[-3000:]
+
+
+# -o: the venv as it is (a pyproject.toml newer than the venv would reinstall it first)
+AS_BUILT = ("-o", ".venv/.installed")
+
+
+def test_figures_checks_its_variables_before_the_data_step():
+    lines = make("-n", *AS_BUILT, "figures", "NB=03", "DEVICE=cpu").stdout.splitlines()
+    check, run = (i for i, line in enumerate(lines) if "scripts/run_notebooks.py" in line)
+    data = next(i for i, line in enumerate(lines) if "fetch-mnist" in line)
+    assert check < data < run
+    assert lines[check].endswith("run_notebooks.py --check --profile=cpu --rerun=0 --only=03")
+    assert lines[run].endswith("run_notebooks.py --profile=cpu --rerun=0 --only=03")
+
+
+def test_figures_refuses_a_bad_variable_before_fetching_anything():
+    done = make(*AS_BUILT, "figures", "EXECUTOR=bogus", "RERUN=2")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[:3] == [
+        "make figures: no notebook was run; fix these first:",
+        "  RERUN='2' (--rerun): unknown RERUN '2'; valid: 0, 1",
+        "  EXECUTOR='bogus' ($AOI_FL_EXECUTOR): unknown executor 'bogus'; valid: local, ray",
+    ]
+    # bug: the data step (seconds) and notebooks 01-04 ran before a bad EXECUTOR was reported
+    assert "fetch-mnist" not in done.stdout + done.stderr

@@ -158,6 +158,152 @@ def test_a_rebuild_keeps_other_files(project):
     assert (out / "index.png").exists() and not (out / "stale.html").exists()
 
 
+# ---- notebook content runs nothing in the reader's browser -----------------------------------
+
+# each would run code if a page copied it as it is; none leaves "pwned" in a page
+ATTACKS_HTML = (
+    "<script>pwned('script')</script>"
+    "<img src=x onerror=\"pwned('onerror')\">"
+    "<a href=\"javascript:pwned('link')\">a link</a>"
+    "<a href=\"JaVa&#x09;ScRiPt:pwned('entity')\">another link</a>"
+    '<a href="data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==">a data link</a>'
+    '<iframe src="https://evil.example/" srcdoc="<script>pwned(\'iframe\')</script>"></iframe>'
+    '<svg onload="pwned(\'svg\')"><circle r="1"/></svg>'
+    '<object data="evil.swf"></object><embed src="evil.swf">'
+    '<div onclick="pwned(\'onclick\')" style="background: url(javascript:pwned(1))">kept</div>'
+)
+SVG_OUTPUT = (
+    '<svg xmlns="http://www.w3.org/2000/svg" onload="pwned(\'svg output\')">'
+    '<script>pwned(\'svg script\')</script><rect width="4" height="4"/></svg>'
+)
+TABLE = (  # what pandas' DataFrame._repr_html_ writes
+    "<div><style scoped>.dataframe thead th { text-align: right; }</style>"
+    '<table border="1" class="dataframe"><thead><tr style="text-align: right;"><th></th>'
+    "<th>loss</th></tr></thead><tbody><tr><th>a</th><td>0.25</td></tr></tbody></table></div>"
+)
+
+
+def output(data):
+    return v4.new_output("display_data", data=data)
+
+
+@pytest.fixture
+def hostile(project):
+    """The project plus a notebook whose markdown and outputs attack the reader's browser, next
+    to the ordinary outputs the real notebooks have (a PNG, a pandas table, printed text)."""
+    nb = v4.new_notebook(
+        cells=[
+            v4.new_markdown_cell(
+                "# 03 · Hostile\n\n" + ATTACKS_HTML + "\n\n[markdown link](javascript:pwned('md'))"
+            ),
+            v4.new_code_cell(
+                "show(results)",
+                outputs=[
+                    output({"text/html": ATTACKS_HTML, "text/plain": "<HTML>"}),
+                    output(
+                        {
+                            "application/javascript": "pwned('javascript output')",
+                            "text/plain": "<IPython.core.display.Javascript object>",
+                        }
+                    ),
+                    output({"application/javascript": "pwned('javascript only')"}),
+                    output({"image/svg+xml": SVG_OUTPUT, "text/plain": "<Figure (svg)>"}),
+                    output(
+                        {"text/markdown": "<script>pwned('markdown output')</script>\n\n**bold**"}
+                    ),
+                    output(
+                        {
+                            "text/vnd.mermaid": "</pre><script>pwned('mermaid')</script>",
+                            "text/plain": "a mermaid diagram",
+                        }
+                    ),
+                    output(
+                        {
+                            "application/vnd.jupyter.widget-view+json": {"model_id": "abc"},
+                            "text/plain": "IntSlider(value=3)",
+                        }
+                    ),
+                    output({"image/png": base64.b64encode(PNG).decode()}),
+                    v4.new_output(
+                        "execute_result",
+                        data={"text/html": TABLE, "text/plain": "  loss\na 0.25"},
+                        execution_count=1,
+                    ),
+                    v4.new_output("stream", name="stdout", text="rounds: 200\n"),
+                ],
+            ),
+        ],
+        metadata={
+            "widgets": {
+                "application/vnd.jupyter.widget-state+json": {"state": {"x": "pwned('widget')"}}
+            }
+        },
+    )
+    nbformat.write(nb, project / "notebooks" / "03_hostile.ipynb")
+    return project
+
+
+def test_notebook_html_runs_nothing_and_ordinary_outputs_stay(hostile):
+    page = (build(hostile) / "03_hostile.html").read_text()
+    # bug: scripts, event handlers, javascript: links, frames and JavaScript outputs went into
+    # the page as the notebook had them, and ran in the reader's browser
+    assert build_report.active_content(page) == []
+    for gone in ("pwned", "<script", "<iframe", "<object", "<embed", "<svg", "onerror=", "onload="):
+        assert gone not in page.lower(), gone
+    assert "javascript:" not in page.lower() and "data:text/html" not in page
+    # what the attacks wrapped stays readable, as text
+    assert "a link</a>" in page and "markdown link</a>" in page and ">kept</div>" in page
+    # outputs that would run code show their text form instead, if they have one
+    for fallback in ("&lt;IPython.core.display.Javascript object&gt;", "IntSlider(value=3)"):
+        assert fallback in page
+    assert "a mermaid diagram" in page and "<strong>bold</strong>" in page
+    # an SVG output is an image, where the browser runs none of its scripts
+    (svg,) = re.findall(r'<img [^>]*src="data:image/svg\+xml;base64,([^"]+)"', page)
+    assert base64.b64decode(svg).decode() == SVG_OUTPUT
+    # the ordinary outputs of the real notebooks: an image, a pandas table, printed text
+    assert f'src="data:image/png;base64,{base64.b64encode(PNG).decode()}"' in page
+    assert (
+        '<table class="dataframe"><thead><tr style="text-align:right"><th></th><th>loss</th>'
+        in (page)
+    )
+    assert "<td>0.25</td>" in page and "text-align: right; }" not in page  # the CSS is dropped
+    assert "rounds: 200" in page
+
+
+def test_clean_html_keeps_data_urls_only_as_images():
+    embedded = '<img src="data:image/png;base64,AAAA" alt="fig">'
+    assert build_report.clean_html(embedded) == embedded
+    assert build_report.clean_html('<a href="data:image/png;base64,AAAA">x</a>') == (
+        '<a rel="noopener noreferrer">x</a>'
+    )
+    cell = b'<table><tr><td style="text-align: left; position: fixed">1</td></tr></table>'
+    assert build_report.clean_html(cell) == (
+        '<table><tbody><tr><td style="text-align:left">1</td></tr></tbody></table>'
+    )
+
+
+def test_active_content_is_found():
+    page = (
+        '<script type="application/json">{}</script><p onmouseover="f()">p</p>'
+        '<a href=" java&#x0A;script:f()">a</a><a href="https://example.org">ok</a>'
+        '<iframe src="x.html"></iframe><img src="figures/a.png" alt="ok">'
+    )
+    assert build_report.active_content(page) == [
+        "<script>",
+        "<p onmouseover=f()>",
+        "<a href= java\nscript:f()>",
+        "<iframe>",
+    ]
+
+
+def test_a_page_that_would_run_code_fails_the_build(hostile, monkeypatch):
+    # nbconvert's own rendering, unsanitized: the build's last check stops it
+    monkeypatch.setattr(build_report, "clean_html", lambda fragment: fragment)
+    with pytest.raises(SystemExit, match="would run code in the reader's browser") as stop:
+        build(hostile)
+    assert "03_hostile.html: <script>" in str(stop.value)
+
+
 # ---- the browser check: headless Chromium -------------------------------------------------------
 
 needs_chromium = pytest.mark.skipif(

@@ -61,6 +61,7 @@ from aoi_fl.pipeline.cache import (
     canonical_json,
     config_key,
 )
+from aoi_fl.pipeline.executors import EXECUTOR_VAR, EXECUTORS
 
 
 def _iid(bundle: DatasetBundle, n_clients: int, seed: int) -> list[np.ndarray]:
@@ -195,10 +196,6 @@ def _training_parts(
 #: and algorithm name -> constructor(**options): the registries of :mod:`aoi_fl.core.registry`,
 #: complete once :func:`plugins.load` (called at the end of this module) has imported the papers
 SAMPLERS = registry.SAMPLERS
-#: where :func:`run_grid` trains missing runs: this machine's processes, or Ray
-EXECUTORS = ("local", "ray")
-#: the environment variable that picks the executor when ``run_grid`` is not told
-EXECUTOR_VAR = "AOI_FL_EXECUTOR"
 ALGORITHMS = registry.ALGORITHMS
 
 
