@@ -28,6 +28,12 @@ no projection, the last global model is evaluated) and, for the linear regressio
 ``algorithm1``: Algorithm 1 as written, theta_0 = 0, every local iterate projected onto the ball
 C = {||theta||_2 <= :data:`BALL_RADIUS`}, the averaged iterate (1/t) sum_{s <= t} theta_hat^s
 evaluated.
+
+Theorem 4's rate (:func:`rate_grid`): agnostic FedAvg under Algorithm 1 on the linear regression
+at tau = 10, run to each horizon T of a grid with the step eta = c / sqrt(TH) that the theorem
+prescribes (Theta(1/sqrt(TH))), one constant c for every T. The constant is tuned once, before
+the grid runs, on runs of their own (:func:`rate_tuning_grid`: seeds of another stream, the
+middle horizon of the grid), so the slope is not measured on the runs it was selected on.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import contextlib
 import copy
 import functools
 import json
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,6 +57,9 @@ from aoi_fl.pipeline.profiles import PROFILES
 N_CLIENTS, M_AVAILABLE, TAU = 100, 10, 10.0
 #: seed offset of the independent copy of the process that p is estimated from
 P_SEED_STREAM = 10_000
+#: seed offset of the runs that tune Theorem 4's step constant c (:func:`rate_tuning_grid`):
+#: other data, traces and batches than the rate grid's seeds 0, 1, ...
+TUNE_SEED_STREAM = 20_000
 
 #: the AoI paper's four policies, named as their plugin registers them: this paper's regime is run
 #: under each as a participation process (its names only; the samplers come from the registry)
@@ -162,6 +172,9 @@ _SCHEDULE = {
         "taus": (10.0,),
         "aoi_seeds": 1,
         "p_draws": 2_000,
+        "rate_horizons": (2, 4),
+        "rate_steps": (0.1, 0.2),
+        "rate_tune_seeds": 1,
     },
     "cpu": {
         "rounds": {"mnist": 200, "linear_regression": 300},
@@ -170,6 +183,11 @@ _SCHEDULE = {
         "taus": (5.0, 10.0, 20.0, 50.0, 100.0, float("inf")),
         "aoi_seeds": 3,
         "p_draws": 100_000,
+        # Theorem 4: T over a 64x span; c over a factor-2 grid around the constant the Fig. 1
+        # runs use (0.005 sqrt(300 * 5) = 0.19)
+        "rate_horizons": (20, 40, 80, 160, 320, 640, 1280),
+        "rate_steps": (0.05, 0.1, 0.2, 0.4, 0.8),
+        "rate_tune_seeds": 3,
     },
     "paper": {
         "rounds": {"mnist": 500, "linear_regression": 1000},
@@ -178,12 +196,16 @@ _SCHEDULE = {
         "taus": (2.0, 5.0, 10.0, 20.0, 50.0, 100.0, float("inf")),
         "aoi_seeds": 5,
         "p_draws": 100_000,
+        "rate_horizons": (20, 40, 80, 160, 320, 640, 1280, 2560),
+        "rate_steps": (0.05, 0.1, 0.2, 0.4, 0.8),
+        "rate_tune_seeds": 5,
     },
 }
 
 
 def schedule(profile: str) -> dict[str, Any]:
-    """Rounds per task, seeds, evaluation interval, temperatures and draws behind p."""
+    """Rounds per task, seeds, evaluation interval, temperatures, draws behind p, and Theorem
+    4's horizons T, step constants c and tuning seeds."""
     return copy.deepcopy(_SCHEDULE[require_choice("profile", profile, PROFILES)])
 
 
@@ -352,6 +374,66 @@ def figure2_grid(profile: str, cache_dir: str | None = None) -> list[dict[str, A
         for task in TASKS
         for tau in sched["taus"]
         for agg in ("agnostic", *FIG2_RULES)
+        for seed in range(sched["seeds"])
+    ]
+
+
+#: Theorem 4's task: the convex linear regression, the one its analysis covers exactly (Sec. 4)
+RATE_TASK = "linear_regression"
+
+
+def rate_step(c: float, rounds: int, local_steps: int) -> float:
+    """Theorem 4's step size eta = c / sqrt(T H) for a horizon of T = ``rounds`` rounds of
+    H = ``local_steps`` local steps (the theorem: eta = Theta(1/sqrt(TH)))."""
+    c = require_real("c", c, minimum=0.0, strict_minimum=True)
+    rounds = require_int("rounds", rounds, minimum=1)
+    return c / math.sqrt(rounds * require_int("local_steps", local_steps, minimum=1))
+
+
+def rate_config(seed: int, profile: str, rounds: int, c: float) -> dict[str, Any]:
+    """One run of Theorem 4's check: agnostic FedAvg on :data:`RATE_TASK` under Algorithm 1 as
+    analysed (theta_0 = 0, local iterates projected onto C, the averaged iterate reported) at
+    tau = 10, for T = ``rounds`` rounds with the step :func:`rate_step` of constant ``c``. It is
+    evaluated at the start and at T only: the theorem bounds the averaged iterate at T. Its
+    result is stored compressed (its participation trace is most of it, and the grid is
+    committed)."""
+    spec = config(RATE_TASK, "agnostic", seed, profile, protocol="algorithm1")
+    training = spec["training"]
+    training["rounds"] = require_int("rounds", rounds, minimum=1)
+    training["eval_every"] = rounds
+    training["lr"] = {"name": "constant", "lr": rate_step(c, rounds, training["local_steps"])}
+    training["compress"] = True
+    return spec
+
+
+def rate_tuning_horizon(profile: str) -> int:
+    """The horizon c is tuned at: the middle of the grid (an end would favour that end)."""
+    horizons = schedule(profile)["rate_horizons"]
+    return horizons[len(horizons) // 2]
+
+
+def rate_tuning_grid(profile: str) -> list[dict[str, Any]]:
+    """The runs that fix Theorem 4's step constant: every c of ``schedule(profile)
+    ["rate_steps"]`` x the tuning seeds (:data:`TUNE_SEED_STREAM` + 0, 1, ...) at
+    :func:`rate_tuning_horizon`. (The best constant of eq. 9's bound, c* = ||theta_0 -
+    theta*|| / sqrt(2 (sigma^2 + 1.5 G^2 + 4 l G H)), does not depend on T: one horizon is
+    enough.)"""
+    sched = schedule(profile)
+    horizon = rate_tuning_horizon(profile)
+    return [
+        rate_config(TUNE_SEED_STREAM + seed, profile, horizon, c)
+        for c in sched["rate_steps"]
+        for seed in range(sched["rate_tune_seeds"])
+    ]
+
+
+def rate_grid(profile: str, c: float) -> list[dict[str, Any]]:
+    """Theorem 4's grid: every horizon T of ``schedule(profile)["rate_horizons"]`` x seeds,
+    eta = ``c`` / sqrt(TH) (``c`` from the tuning runs, :func:`results.tuned_step_constant`)."""
+    sched = schedule(profile)
+    return [
+        rate_config(seed, profile, horizon, c)
+        for horizon in sched["rate_horizons"]
         for seed in range(sched["seeds"])
     ]
 

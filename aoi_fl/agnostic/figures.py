@@ -1,6 +1,7 @@
 """What notebooks 09-10 show of the agnostic-FedAvg experiments: the participation process and
-the weights it induces (eq. 2), Fig. 1's loss curves and optimality gaps, Fig. 2's gaps against
-the skew, the AoI policies' induced weights, and the printed claims tables.
+the weights it induces (eq. 2), Fig. 1's loss curves and optimality gaps, Theorem 4's rate over
+the horizons, Fig. 2's gaps against the skew, the AoI policies' induced weights, and the printed
+claims tables.
 
 The numbers come from :mod:`aoi_fl.agnostic.results`; here they are drawn and printed.
 """
@@ -199,6 +200,48 @@ def print_claims_tables(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame
     return lower, speed, contrast
 
 
+def print_rate(tuning: pd.DataFrame, table: pd.DataFrame, rate: ar.Rate) -> None:
+    """Print Theorem 4's check: the tuning runs per step constant
+    (:func:`results.tuning_summary`), the rate grid's gap per horizon
+    (:func:`results.rate_summary`), then the slope against the bound and the verdict, by the
+    criterion (:func:`results.rate_verdict`) and under the theorem's conditions (the ledger's
+    ``agnostic.thm4.rate``)."""
+    print_table(ar.tuning_summary(tuning), "{:.4f}")
+    print()
+    print_table(ar.rate_summary(table), "{:.4g}")
+    print(
+        f"\nTheorem 4 rate: {ar.rate_text(rate)}; by the criterion {rate.criterion}; "
+        f"under the theorem's conditions: {rate.verdict}"
+    )
+
+
+def plot_rate(table: pd.DataFrame, rate: ar.Rate) -> Figure:
+    """Theorem 4 on log-log axes: the averaged iterate's gap to the minimum of problem (3) at
+    each horizon T (one line per seed, the mean over seeds as dots) against T^(-1/2) drawn
+    through the mean at the smallest T; the legend gives the mean fitted slope."""
+    fig, a = plt.subplots(figsize=(6, 3.8))
+    for _, run in table.groupby("seed"):
+        a.plot(run["T"], run["gap"], color=style("agnostic").color, lw=0.7, alpha=0.4)
+    mean = table.groupby("T")["gap"].mean()
+    a.plot(
+        mean.index,
+        mean.to_numpy(),
+        "o",
+        color=style("agnostic").color,
+        label=f"agnostic FedAvg, mean over seeds (slope {rate.slopes.mean():+.2f})",
+    )
+    t = mean.index.to_numpy(dtype=float)
+    a.plot(t, mean.iloc[0] * (t / t[0]) ** ar.THEOREM4_RATE, "k--", lw=1, label="T^(-1/2)")
+    a.set_xscale("log")
+    a.set_yscale("log")
+    a.set_xlabel("horizon T (rounds), eta = c / sqrt(TH)")
+    a.set_ylabel("sum p_i f_i - min (problem (3))")
+    a.legend(fontsize="x-small")
+    a.set_title("Theorem 4: averaged iterate at T, linear regression", fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
 def print_temperatures(ps: dict[float, list[np.ndarray]], lemma1: tuple[float, str]) -> None:
     """Print :func:`results.temperature_table` of the induced p over the temperature grid, then
     Lemma 1's check (:func:`results.lemma1_check`: the largest error in standard errors, the
@@ -249,7 +292,8 @@ def plot_fig2(points: pd.DataFrame) -> Figure:
 def print_fig2_tables(points: pd.DataFrame) -> pd.DataFrame:
     """Print Fig. 2's claim per (task, rule), :func:`results.trend_table` (Spearman's rho and
     the slope with their bootstrap intervals over seeds, the share of points where the
-    weighted rule ends higher, the verdict; nothing without 2 temperatures and 2 seeds), then
+    weighted rule ends higher, the criterion's verdict and the verdict under the task's
+    conditions; nothing without 2 temperatures and 2 seeds), then
     :func:`results.fig2_summary`. Returns the trend table."""
     trends = ar.trend_table(points)
     if len(trends):
@@ -262,6 +306,7 @@ def print_fig2_tables(points: pd.DataFrame) -> pd.DataFrame:
                 ],
                 "weighted worse": [f"{t.weighted_worse:.0%}" for t in rows],
                 "diverged": trends["diverged"],
+                "criterion verdict": trends["criterion verdict"],
                 "verdict": trends["verdict"],
             },
             index=trends.index,

@@ -11,6 +11,17 @@ last evaluations, Figs 1-2: the paper's claims, including Sec. 4's "clearly subo
 (relative to the objective of problem (3))", a statement about the value reached) and, ours, not
 a test of the paper, the mean of the loss over the whole run
 (:func:`aoi_fl.pipeline.claims.horizon_mean`).
+
+A claim made under a condition our runs may not meet (the paper's MNIST model, which Sec. 4
+implies is not convex; Theorem 4's assumptions) states it as a
+:class:`aoi_fl.pipeline.claims.Condition` built from the runs' configurations
+(:func:`task_conditions`, :func:`rate_conditions`). A table keeps the criterion's verdict in
+``criterion verdict`` and prints in ``verdict`` what the ledger's one out-of-regime rule makes of
+it (:func:`scoped`, the rule a ledger row with those conditions applies), so both agree.
+
+Theorem 4's O(1/sqrt(T)) rate is read from the runs of :func:`experiments.rate_grid`: the
+optimality gap of the averaged iterate at each horizon T (:func:`rate_table`), its log-log slope
+per seed (:func:`rate_slopes`) and :func:`rate_verdict`.
 """
 
 from __future__ import annotations
@@ -33,11 +44,13 @@ from aoi_fl.agnostic.experiments import (
     N_CLIENTS,
     P_SEED_STREAM,
     POLICIES,
+    RATE_TASK,
     TASKS,
     TAU,
     describe,
     induced_p,
     process_p,
+    rate_step,
     schedule,
     task_sizes,
     tau_label,
@@ -45,11 +58,65 @@ from aoi_fl.agnostic.experiments import (
 from aoi_fl.core.validation import require_choice, require_int, require_real
 from aoi_fl.data import synthetic
 from aoi_fl.pipeline import paired
-from aoi_fl.pipeline.claims import DIVERGENCE_FACTOR, horizon_mean, scoped_verdict, sign_verdict
+from aoi_fl.pipeline.claims import (
+    DIVERGENCE_FACTOR,
+    Condition,
+    diverged,
+    horizon_mean,
+    scoped_verdict,
+    sign_verdict,
+)
 
 #: the measures a weighted rule is compared with agnostic FedAvg on: (the gap column of
 #: :func:`gaps`, the agnostic run's value it is relative to)
 MEASURES = {"converged": ("gap_p", "agnostic_p"), "horizon": ("gap_horizon", "agnostic_horizon")}
+
+#: models whose loss is convex in the parameters (the analysis's Assumption 1)
+CONVEX_MODELS = ("logistic_regression", "linear_regression")
+#: how :func:`convexity` describes runs whose models are all convex, and runs that are not
+CONVEX, NOT_CONVEX = "convex (Assumption 1)", "not convex (outside Assumption 1)"
+#: the paper's MNIST model: Sec. 4 calls only the linear regression's loss "convex (and covered
+#: exactly by our analysis)", and its lead there "particularly" large, so its MNIST model is one
+#: the analysis does not cover (the paper does not name it)
+PAPER_MNIST_MODEL = NOT_CONVEX
+
+
+def convexity(models: Any) -> str:
+    """Assumption 1 (convex losses) for runs of the models named ``models``: :data:`CONVEX`
+    when every one is in :data:`CONVEX_MODELS`, else :data:`NOT_CONVEX`."""
+    names = set(models)
+    if not names:
+        raise ValueError("models must name at least one model, got none")
+    return CONVEX if names <= set(CONVEX_MODELS) else NOT_CONVEX
+
+
+def task_conditions(task: str, models: Any = None) -> tuple[Condition, ...]:
+    """The stated conditions of a claim about ``task``'s runs, from the models those runs train
+    (``models``: their names; None: the model :data:`experiments.TASKS` configures): on MNIST
+    the paper's model, which is not convex (:data:`PAPER_MNIST_MODEL`); none on the linear
+    regression, the paper's convex task."""
+    task = require_choice("task", task, TASKS)
+    if task != "mnist":
+        return ()
+    names = sorted(set([TASKS[task]["model"]["name"]] if models is None else models))
+    return (Condition(f"MNIST model ({', '.join(names)})", PAPER_MNIST_MODEL, convexity(names)),)
+
+
+def scoped(verdict: str, conditions: Any) -> str:
+    """``verdict`` under the ledger's one out-of-regime rule
+    (:func:`aoi_fl.pipeline.claims.scoped_verdict`) for ``conditions``: the verdict a ledger row
+    with these conditions shows, printed by the tables so that the two agree."""
+    return scoped_verdict(verdict, [c.text() for c in conditions if not c.met])[0]
+
+
+def _conditions_by_task(table: pd.DataFrame) -> dict[str, tuple[Condition, ...]]:
+    """task -> :func:`task_conditions` of the models of its runs in ``table`` (a column
+    ``model``, as :func:`run_table` and :func:`gaps` have)."""
+    return {
+        task: task_conditions(task, table.loc[table["task"] == task, "model"])
+        for task in TASKS
+        if (table["task"] == task).any()
+    }
 
 
 #: Lemma 1's check (eq. 2): the estimator of p that every run uses, against exact enumeration on
@@ -182,12 +249,14 @@ def trend_table(points: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
     """Fig. 2's claim per (task, rule): :func:`trend_over_seeds` of the points of
     :func:`gaps` (the gap on problem (3) against the skew), the share of points where the
     weighted rule ends higher (``weighted_worse``), how many points come from a pair with a
-    diverged run (``diverged``) and :func:`trend_verdict` of rho's interval, "inconclusive" where
-    a point comes from a diverged run (its converged loss is not the rule's).
+    diverged run (``diverged``) and the ``criterion verdict``, :func:`trend_verdict` of rho's
+    interval, "inconclusive" where a point comes from a diverged run (its converged loss is not
+    the rule's); ``verdict``: the criterion's under the task's conditions (:func:`scoped`).
 
     A (task, rule) with fewer than 2 skews or 2 seeds has no trend and no row (the smoke
     profile: one temperature, one seed)."""
     rows = []
+    conditions = _conditions_by_task(points)
     for task in TASKS:
         for rule in rules:
             pts = points[(points.task == task) & (points.rule == rule)]
@@ -195,6 +264,7 @@ def trend_table(points: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
                 continue
             t = trend_over_seeds(pts["skew"], pts["gap_p"], pts["seed"])
             bad = int(pts["diverged"].sum())
+            criterion = "inconclusive" if bad else trend_verdict(t["rho_low"], t["rho_high"])
             rows.append(
                 {
                     "task": task,
@@ -202,13 +272,12 @@ def trend_table(points: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
                     **t,
                     "weighted_worse": float((pts["gap_p"] > 0).mean()),
                     "diverged": bad,
-                    "verdict": "inconclusive"
-                    if bad
-                    else trend_verdict(t["rho_low"], t["rho_high"]),
+                    "criterion verdict": criterion,
+                    "verdict": scoped(criterion, conditions[task]),
                 }
             )
     columns = ["task", "rule", "rho", "rho_low", "rho_high", "slope", "slope_low", "slope_high"]
-    columns += ["seeds", "points", "weighted_worse", "diverged", "verdict"]
+    columns += ["seeds", "points", "weighted_worse", "diverged", "criterion verdict", "verdict"]
     return pd.DataFrame(rows, columns=columns).set_index(["task", "rule"])
 
 
@@ -224,10 +293,11 @@ def run_table(
     converged loss (:func:`converged_value` over the last ``last`` evaluations) on problem (3)
     (``loss_p``) and on the uniform objective (``loss_uniform``), the mean problem-(3) loss over
     the run (``horizon_p``, :func:`aoi_fl.pipeline.claims.horizon_mean`: the speed measure), the
-    largest problem-(3) loss over the run relative to the initial model's (``peak_p``), and
+    largest problem-(3) loss over the run relative to the initial model's (``peak_p``),
     ``diverged_at``: the first evaluation round by which the problem-(3) curve has diverged
     (:func:`aoi_fl.pipeline.claims.diverged`: not finite, or above 5x the initial model's loss;
-    None if never)."""
+    None if never), and the name of the run's ``model`` (a claim's conditions,
+    :func:`task_conditions`)."""
     rows = []
     for cfg, res in zip(configs, results, strict=True):
         d = describe(cfg)
@@ -244,6 +314,7 @@ def run_table(
         rows.append(
             {
                 **d,
+                "model": cfg["model"]["name"],
                 "skew": agnostic.l1_skew(p),
                 "loss_p": converged_value(obj_p, last),
                 "loss_uniform": converged_value(obj_u, last),
@@ -262,8 +333,8 @@ def gaps(table: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
     seed): one row per pair and rule in ``rules``, with ``gap_p`` and ``gap_uniform`` (weighted
     minus agnostic, on problem (3) and on the uniform objective), ``gap_horizon`` (the same of
     the mean problem-(3) loss over the run), the agnostic run's ``agnostic_p`` and
-    ``agnostic_horizon``, the ``skew`` and ``diverged`` (either run of the pair diverged);
-    ordered by task, then rule.
+    ``agnostic_horizon``, the ``skew``, ``diverged`` (either run of the pair diverged) and the
+    weighted run's ``model``; ordered by task, then rule.
     """
     keys = ["task", "protocol", "process", "tau", "seed"]
     base = table[table["aggregation"] == "agnostic"].set_index(keys)
@@ -283,6 +354,7 @@ def gaps(table: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
                     "agnostic_p": both["loss_p_agnostic"],
                     "agnostic_horizon": both["horizon_p_agnostic"],
                     "diverged": both["diverged_at"].notna() | both["diverged_at_agnostic"].notna(),
+                    "model": both["model"],
                 }
             ).reset_index()
         )
@@ -319,7 +391,8 @@ def fig1_claims_table(
     problem-(3) loss over the run (ours: the early run, not a claim of the paper).
     Columns: in how many converged pairs agnostic FedAvg is lower, the mean gap weighted -
     agnostic, its 95% t interval over the paired seeds, the mean relative gap (weighted -
-    agnostic) / agnostic, how many pairs have a diverged run and :func:`outperform_verdict`.
+    agnostic) / agnostic, how many pairs have a diverged run, :func:`outperform_verdict`
+    (``criterion verdict``) and the verdict under the task's conditions (:func:`scoped`).
 
     ``table``: :func:`run_table` of :func:`experiments.figure1_grid`'s runs. The index starts
     with the measure; print it with ``to_string(sparsify=False)``: the ledger finds each row's
@@ -327,6 +400,7 @@ def fig1_claims_table(
     """
     column, base = MEASURES[require_choice("measure", measure, MEASURES)]
     g = gaps(table, rules)
+    conditions = _conditions_by_task(table)
     rows = []
     for (task, protocol, rule), part in g.groupby(["task", "protocol", "rule"], sort=False):
         bad = part["diverged"].to_numpy(dtype=bool)
@@ -349,7 +423,8 @@ def fig1_claims_table(
                 if finite.size
                 else float("nan"),
                 "diverged": int(bad.sum()),
-                "verdict": verdict,
+                "criterion verdict": verdict,
+                "verdict": scoped(verdict, conditions[task]),
             }
         )
     # notebook 09's panel order: task, its default protocol first, then the rules
@@ -377,37 +452,21 @@ def contrast_verdict(convex: Any, other: Any) -> tuple[float, float, float, str]
     return diff, float(ci.low), float(ci.high), sign_verdict(ci.low, ci.high, "positive")
 
 
-#: models whose loss is convex in the parameters (the analysis's Assumption 1)
-CONVEX_MODELS = ("logistic_regression", "linear_regression")
+def contrast_conditions(table: pd.DataFrame) -> tuple[Condition, ...]:
+    """The conditions of Fig. 1's claim 2 ("particularly the case in the linear regression task,
+    where the loss function is convex (and covered exactly by our analysis)", Sec. 4), from the
+    models of ``table``'s runs: both tasks' (:func:`task_conditions`; on MNIST the paper's model
+    is not convex, so a convex MNIST model does not reproduce the contrast)."""
+    return tuple(c for conditions in _conditions_by_task(table).values() for c in conditions)
 
 
-#: the condition of Fig. 1's contrast that a convex MNIST model does not reproduce
-CONVEX_MNIST = "the MNIST model is convex, so the contrast with the convex task is not there"
-
-
-def mnist_model_convex() -> bool:
-    """Whether our MNIST task's model (:data:`experiments.TASKS`) has a convex loss. Claim 2 of
-    Fig. 1 ("particularly the case in the linear regression task, where the loss function is
-    convex (and covered exactly by our analysis)", Sec. 4) contrasts the convex task with an
-    MNIST model the analysis does not cover exactly: a convex MNIST model does not reproduce
-    that condition."""
-    return TASKS["mnist"]["model"]["name"] in CONVEX_MODELS
-
-
-def fig1_contrast_table(
-    table: pd.DataFrame, rules: Any = FIG2_RULES, condition_met: bool | None = None
-) -> pd.DataFrame:
+def fig1_contrast_table(table: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
     """Fig. 1, claim 2 per rule: the mean relative gap (weighted - agnostic) / agnostic on each
     task (under :data:`experiments.DEFAULT_PROTOCOL`) and :func:`contrast_verdict` on the linear
     regression's being larger ("inconclusive" where a pair has a diverged run), the ``criterion
-    verdict``. Eq. 10 as printed has no converged gap on MNIST: left out.
-
-    ``verdict`` is the criterion's where the claim's condition holds (``condition_met``, default
-    ``not`` :func:`mnist_model_convex`: the MNIST model is not convex, as the paper's contrast
-    implies); otherwise the shared rule caps it (:func:`aoi_fl.pipeline.claims.scoped_verdict`:
-    the condition is not reproduced, so the runs can make the claim neither held nor not
-    held)."""
-    met = not mnist_model_convex() if condition_met is None else condition_met
+    verdict``, and ``verdict``: the criterion's under :func:`contrast_conditions`
+    (:func:`scoped`). Eq. 10 as printed has no converged gap on MNIST: left out."""
+    conditions = contrast_conditions(table)
     g = gaps(table, rules)
     g = g.assign(relative=g["gap_p"] / g["agnostic_p"])
     rows = []
@@ -429,7 +488,7 @@ def fig1_contrast_table(
                 "95% low": low,
                 "95% high": high,
                 "criterion verdict": verdict,
-                "verdict": scoped_verdict(verdict, [] if met else [CONVEX_MNIST])[0],
+                "verdict": scoped(verdict, conditions),
             }
         )
     return pd.DataFrame(rows).set_index("rule")
@@ -602,6 +661,202 @@ def q_gaps(
             }
         )
     return pd.DataFrame(rows, columns=["protocol", "rule", *Q_GAP_COLUMNS])
+
+
+# ---------------------------------------------------------------------------------------------
+# Notebook 09: Theorem 4's O(1/sqrt(T)) rate
+
+#: Theorem 4: E[f((1/T) sum_t theta_hat^{tH})] - f(theta*) = O(T^(-1/2)), an upper bound: the
+#: gap falls at least as fast as T^(-1/2); a faster fall (our least squares are strongly convex)
+#: is consistent with it, a slower one is not
+THEOREM4_RATE = -0.5
+#: how far above -1/2 a fitted slope may lie and still count as the rate, fixed before the grid
+#: ran: the bound holds up to constants, and lower-order terms bend a log-log fit over a finite
+#: grid; 0.1 over the cpu grid's 64x span of T is a factor 64^0.1 = 1.5 in the gap
+RATE_TOLERANCE = 0.1
+#: the step size Theorem 4 prescribes, and the iterate it bounds, as :func:`rate_conditions`
+#: states them
+THEOREM4_STEP = "eta = c / sqrt(TH), one c for every T"
+THEOREM4_ALGORITHM = "Algorithm 1: theta_0 = 0, iterates projected onto C, averaged iterate"
+
+
+def step_constant(config_: dict[str, Any]) -> float:
+    """c = eta sqrt(TH) of a run (:func:`experiments.rate_step` inverted) to 10 significant
+    digits, the last bits of the division being no property of the run; NaN for a step that is
+    not constant over the run."""
+    t = config_["training"]
+    if t["lr"]["name"] != "constant":
+        return float("nan")
+    return float(f"{t['lr']['lr'] * np.sqrt(t['rounds'] * t['local_steps']):.10g}")
+
+
+def rate_conditions(configs: Any) -> tuple[Condition, ...]:
+    """Theorem 4's conditions against the runs of :func:`experiments.rate_grid` (their
+    configurations, at least one): convex losses (Assumption 1), Algorithm 1 as analysed
+    (:data:`THEOREM4_ALGORITHM`) and the step size :data:`THEOREM4_STEP`."""
+    configs = list(configs)
+    if not configs:
+        raise ValueError("configs must hold at least one run of the rate grid, got none")
+    analysed = all(
+        describe(c)["protocol"] == "algorithm1" and c["model"].get("init") == "zeros"
+        for c in configs
+    )
+    constants = {step_constant(c) for c in configs}
+    one = len(constants) == 1 and np.isfinite(list(constants)).all()
+    return (
+        Condition("loss", CONVEX, convexity(c["model"]["name"] for c in configs)),
+        Condition(
+            "algorithm",
+            THEOREM4_ALGORITHM,
+            THEOREM4_ALGORITHM if analysed else "not Algorithm 1 as analysed",
+        ),
+        Condition(
+            "step size",
+            THEOREM4_STEP,
+            THEOREM4_STEP if one else f"eta sqrt(TH) takes {len(constants)} values",
+        ),
+    )
+
+
+def rate_table(
+    configs: Any,
+    results: Any,
+    profile: str,
+    optima: Optima | None = None,
+    cache_dir: str | None = None,
+) -> pd.DataFrame:
+    """One row per run of :func:`experiments.rate_grid` or :func:`experiments.rate_tuning_grid`:
+    its ``seed``, horizon ``T``, step constant ``c`` (:func:`step_constant`), the problem-(3)
+    loss of the averaged iterate at T (``loss_p``, with the p of its process), ``gap``: that
+    loss minus the minimum of (3) in closed form (``optima``, :func:`least_squares_optima`; NaN
+    without), and whether the run ``diverged`` (:func:`aoi_fl.pipeline.claims.diverged`)."""
+    rows = []
+    for cfg, res in zip(configs, results, strict=True):
+        seed = describe(cfg)["seed"]
+        _, obj_p, _ = objective_curves(res, process_p(cfg, profile, cache_dir=cache_dir))
+        loss = float(obj_p[-1])
+        rows.append(
+            {
+                "seed": seed,
+                "T": cfg["training"]["rounds"],
+                "c": step_constant(cfg),
+                "loss_p": loss,
+                "gap": loss - optima[seed][0][1] if optima is not None else float("nan"),
+                "diverged": diverged(obj_p),
+            }
+        )
+    return pd.DataFrame(rows, columns=["seed", "T", "c", "loss_p", "gap", "diverged"])
+
+
+def tuning_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per step constant c of the tuning runs' :func:`rate_table`: the mean problem-(3) loss of
+    the averaged iterate over the tuning seeds (at one horizon and on fixed seeds, its ranking is
+    the optimality gap's), how many runs diverged, and which c is ``chosen``
+    (:func:`tuned_step_constant`)."""
+    summary = table.groupby("c").agg(
+        **{"mean loss on (3)": ("loss_p", "mean"), "seeds": ("seed", "nunique")},
+        diverged=("diverged", "sum"),
+    )
+    usable = summary.loc[summary["diverged"] == 0, "mean loss on (3)"]
+    summary["chosen"] = summary.index == (usable.idxmin() if len(usable) else None)
+    return summary
+
+
+def tuned_step_constant(table: pd.DataFrame) -> float:
+    """Theorem 4's step constant c, fixed by the tuning runs before the rate grid runs: the c of
+    :func:`tuning_summary` with the lowest mean loss among those none of whose runs diverged;
+    NaN when every c has a diverged run."""
+    chosen = tuning_summary(table).query("chosen").index
+    return float(chosen[0]) if len(chosen) else float("nan")
+
+
+def log_log_slope(horizons: Any, gaps: Any) -> float:
+    """The least-squares slope of log gap on log T; NaN when a gap is not positive and finite
+    or there are fewer than 2 horizons (the rate of a power law gap = a T^slope)."""
+    t, g = np.asarray(horizons, dtype=float), np.asarray(gaps, dtype=float)
+    if t.shape != g.shape or t.ndim != 1:
+        raise ValueError(f"horizons and gaps must be 1-d of one length, got {t.shape}, {g.shape}")
+    if np.unique(t).size < 2 or not (np.isfinite(g).all() and (g > 0).all()):
+        return float("nan")
+    return float(np.polyfit(np.log(t), np.log(g), 1)[0])
+
+
+def rate_slopes(table: pd.DataFrame) -> pd.Series:
+    """Per seed of the rate grid's :func:`rate_table`: :func:`log_log_slope` of its gaps."""
+    return table.groupby("seed").apply(
+        lambda r: log_log_slope(r["T"], r["gap"]), include_groups=False
+    )
+
+
+def rate_verdict(
+    slopes: Any,
+    rate: float = THEOREM4_RATE,
+    tolerance: float = RATE_TOLERANCE,
+    level: float = 0.95,
+    diverged_run: bool = False,
+) -> tuple[str, paired.PairedInterval | None]:
+    """(verdict, interval) on "the gap falls at least as fast as T^rate" (Theorem 4: rate -1/2,
+    an upper bound) from per-seed log-log slopes (:func:`rate_slopes`): their t interval over
+    the seeds against the bound ``rate + tolerance`` (:func:`aoi_fl.pipeline.claims.sign_verdict`):
+    "held" when it lies below the bound (at least as fast, within the tolerance), "not held" when
+    it lies above it (measurably slower), else "inconclusive at this budget". "inconclusive"
+    (no interval) with fewer than 2 seeds, a slope that is not finite, or a diverged run."""
+    tolerance = require_real("tolerance", tolerance, minimum=0.0)
+    s = np.asarray(slopes, dtype=float)
+    if diverged_run or s.size < 2 or not np.isfinite(s).all():
+        return "inconclusive", None
+    interval = paired.paired_interval(s, level)
+    bound = rate + tolerance
+    return sign_verdict(interval.low - bound, interval.high - bound, "negative"), interval
+
+
+class Rate(NamedTuple):
+    """Theorem 4's check on the rate grid: the per-seed ``slopes``, their t ``interval`` (None
+    without one), the ``criterion`` verdict (:func:`rate_verdict`), the ``verdict`` under the
+    theorem's ``conditions`` (:func:`rate_conditions`, :func:`scoped`)."""
+
+    slopes: pd.Series
+    interval: paired.PairedInterval | None
+    criterion: str
+    verdict: str
+    conditions: tuple[Condition, ...]
+
+
+def theorem4_rate(configs: Any, table: pd.DataFrame) -> Rate:
+    """:class:`Rate` of the rate grid's ``configs`` and their :func:`rate_table`."""
+    slopes = rate_slopes(table)
+    criterion, interval = rate_verdict(slopes, diverged_run=bool(table["diverged"].any()))
+    conditions = rate_conditions(configs)
+    return Rate(slopes, interval, criterion, scoped(criterion, conditions), conditions)
+
+
+def rate_text(rate: Rate) -> str:
+    """:class:`Rate` in words: the per-seed slopes' mean and t interval against the bound
+    -1/2 + :data:`RATE_TOLERANCE` (the ledger row's spread, the line notebook 09 prints)."""
+    bound = THEOREM4_RATE + RATE_TOLERANCE
+    n = len(rate.slopes)
+    if rate.interval is None:
+        return (
+            f"log-log slope of the gap on T over {n} seed(s): no interval (fewer than 2 seeds, "
+            "a gap that is not positive, or a diverged run)"
+        )
+    i = rate.interval
+    return (
+        f"log-log slope of the gap on T, mean {i.mean:+.3f}, 95% t interval [{i.low:+.3f}, "
+        f"{i.high:+.3f}] over {n} seeds, against -1/2 + {RATE_TOLERANCE:g} = {bound:+.2f}"
+    )
+
+
+def rate_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per horizon T of the rate grid's :func:`rate_table`: the step eta = c / sqrt(TH) (from
+    the constant and H of the runs, :func:`experiments.rate_step`), the mean, smallest and
+    largest optimality gap over the seeds."""
+    local_steps = TASKS[RATE_TASK]["training"]["local_steps"]
+    summary = table.groupby("T").agg(
+        c=("c", "first"), gap=("gap", "mean"), low=("gap", "min"), high=("gap", "max")
+    )
+    eta = [rate_step(c, int(t), local_steps) for t, c in summary["c"].items()]
+    return summary.assign(eta=eta)[["eta", "gap", "low", "high"]]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aoi_fl.agnostic import algorithms as agnostic
+from aoi_fl.agnostic import experiments as ax
 from aoi_fl.agnostic import results as ar
 from aoi_fl.agnostic import samplers as participation
 from aoi_fl.aoi.samplers import make_sampler
@@ -453,7 +454,6 @@ def test_averaged_iterate_survives_a_checkpoint():
 
 
 def test_rules_and_protocols_round_trip_through_configurations():
-    from aoi_fl.agnostic import experiments as ax
     from aoi_fl.pipeline.runs import build_trainer
 
     p = np.full(ax.N_CLIENTS, 1.0 / ax.N_CLIENTS)
@@ -513,6 +513,7 @@ def test_gaps_pair_runs_by_seed():
             "loss_uniform": 2 * (base + s),
             "horizon_p": 3 * (base + s),
             "diverged_at": 10 if (a, s) == ("weighted_updates", 1) else None,
+            "model": ax.TASKS[t]["model"]["name"],
         }
         for t in ("linear_regression", "mnist")
         for a, base in (("weighted_normalised", 1.5), ("agnostic", 1.0), ("weighted_updates", 3.0))
@@ -532,5 +533,7 @@ def test_gaps_pair_runs_by_seed():
     np.testing.assert_allclose(g.gap_horizon, [6.0, 6.0, 1.5, 1.5] * 2)
     # a pair is flagged when either of its runs diverged (here: eq. 10 on the updates, seed 1)
     assert g.diverged.tolist() == [False, True, False, False] * 2
+    # each pair keeps its runs' model: the conditions of a claim about them
+    assert g.model.tolist() == ["logistic_regression"] * 4 + ["linear_regression"] * 4
     with pytest.raises(ValueError, match="unknown rule 'agnostic'"):
         ar.gaps(pd.DataFrame(rows), ("agnostic",))

@@ -300,6 +300,53 @@ def test_figure_grids_cover_every_cell_once(estimator_calls, tmp_path):
     assert len(estimator_calls) == 1
 
 
+def test_theorem4s_step_is_c_over_sqrt_th():
+    assert ax.rate_step(0.2, 80, 5) == pytest.approx(0.2 / 20)
+    for bad, match in (
+        (dict(c=0.0, rounds=80, local_steps=5), "c must be > 0"),
+        (dict(c=0.2, rounds=0, local_steps=5), "rounds"),
+        (dict(c=0.2, rounds=80, local_steps=0), "local_steps"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            ax.rate_step(**bad)
+
+
+def test_the_rate_grids_planned_runs():
+    sched = ax.schedule("cpu")
+    # T over at least a 30x span (the slope's lever arm), at least 3 seeds
+    assert sched["rate_horizons"][-1] / sched["rate_horizons"][0] >= 30 and sched["seeds"] >= 3
+    grid = ax.rate_grid("cpu", 0.2)
+    assert len(grid) == len(sched["rate_horizons"]) * sched["seeds"]
+    cells = set()
+    for cfg in grid:
+        d, t = ax.describe(cfg), cfg["training"]
+        # Algorithm 1 as analysed, agnostic aggregation, tau = 10, the convex task
+        assert (d["task"], d["protocol"], d["aggregation"], d["tau"]) == (
+            ax.RATE_TASK, "algorithm1", "agnostic", ax.TAU
+        )  # fmt: skip
+        assert cfg["model"]["init"] == "zeros"
+        # eta = c / sqrt(TH) at T, evaluated at the start and at T only, stored compressed
+        assert t["lr"] == {"name": "constant", "lr": ax.rate_step(0.2, t["rounds"], 5)}
+        assert t["eval_every"] == t["rounds"] and t["compress"] is True
+        assert ar.step_constant(cfg) == 0.2
+        cells.add((t["rounds"], d["seed"]))
+    assert len(cells) == len(grid)
+    # the constant is tuned on other seeds (another data set, trace and batches), at the middle
+    # horizon, over every constant of the schedule
+    tuning = ax.rate_tuning_grid("cpu")
+    assert ax.rate_tuning_horizon("cpu") == 160
+    assert {(ar.step_constant(c), c["training"]["rounds"]) for c in tuning} == {
+        (c, 160) for c in sched["rate_steps"]
+    }
+    tuning_seeds = {ax.describe(c)["seed"] for c in tuning}
+    assert len(tuning_seeds) == sched["rate_tune_seeds"]
+    assert not tuning_seeds & {ax.describe(c)["seed"] for c in grid}
+    assert all(c["dataset"]["seed"] >= ax.TUNE_SEED_STREAM for c in tuning)
+    # a step that is not constant has no constant c
+    other = {**grid[0], "training": {**grid[0]["training"], "lr": {"name": "exponential"}}}
+    assert np.isnan(ar.step_constant(other))
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading the results
 
