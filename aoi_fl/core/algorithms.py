@@ -26,9 +26,9 @@ model: the global model itself, or e.g. the average of the global models of all 
 
 In process the clients' persistent states are the rows of one table (:class:`ClientTable`) in
 the algorithm object, beside the server's state; both are checkpointed through
-``state_dict``/``load_state_dict`` (tensors only).
-:attr:`Algorithm.communication` counts the model-size vectors each active client receives and
-sends per round, for plots against communication.
+``state_dict``/``load_state_dict`` (tensors only). What a method sends each way is what its
+two sides pass each other (``server_message``, ``client_end``, and the models each side reads),
+so it is counted by watching them run (:mod:`aoi_fl.fedsum.costs`), not declared.
 
 This module holds the interface and FedAvg with the aggregation rules of the AoI paper (eq. 15)
 and of the unbiased estimators (a weighted sum of updates), optionally with the agnostic-FedAvg
@@ -133,8 +133,6 @@ class Algorithm:
     """
 
     name = "algorithm"
-    #: model-size vectors (received, sent) per active client and round
-    communication: tuple[int, int] = (1, 1)
     clients: ClientTable | None = None
 
     def setup(self, n_clients: int, global_params: Params) -> None:

@@ -103,7 +103,6 @@ class FedSUMB(_FedSUMFamily):
     """FedSUM-B (Alg. 1): K mini-batch gradients at x^{(t)}, no local movement; 1 down, 1 up."""
 
     name = "fedsum_b"
-    communication = (1, 1)
     gradient_scale = 0.0
 
     def client_begin(
@@ -117,7 +116,6 @@ class FedSUM(_FedSUMFamily):
     (the server sends y with the model)."""
 
     name = "fedsum"
-    communication = (2, 1)
 
     def setup(self, n_clients: int, global_params: Params) -> None:
         super().setup(n_clients, global_params)
@@ -143,7 +141,6 @@ class FedSUMCR(FedSUM):
     """
 
     name = "fedsum_cr"
-    communication = (1, 1)
 
     def client_state(self, global_params: Params) -> Params:
         return {

@@ -45,7 +45,6 @@ class Scaffold(MeanGradientClient):
     """
 
     name = "scaffold"
-    communication = (2, 1)
 
     def __init__(self, server_lr: float = 1.0) -> None:
         self.server_lr = require_server_lr(server_lr)

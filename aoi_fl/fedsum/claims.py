@@ -2,8 +2,11 @@
 
 The paper (You & Pu) prints no result numbers: its figures are curves. Its numbers are the
 bounds of App. F on tau_max (Lemmas F.1-F.4), recomputed here with the library's samplers and
-delay tracker as notebook 14 does, and the vectors each method sends per round and keeps
-besides the model (Sec. 1.1, Sec. 3, Algs 1-3), read from our implementations; its results are
+delay tracker as notebook 14 does (cases the paper does not state, to which we extend a
+lemma's proof, are rows of ours), and the vectors each method sends per round (Sec. 1.1,
+Sec. 3, Algs 1-3), measured in what our implementations send in the in-process trainer and in
+Flower's messages (:mod:`aoi_fl.fedsum.costs`); what each keeps besides the model the paper
+states in words, and we count it in our implementations' state. Its results are
 the qualitative claims (i)-(viii) of Sec. 5 and App. H (Figs 1, 9-14), with (cr) (Sec. 5:
 FedSUM-CR keeps FedSUM's performance) and the delay claims (Sec. 1.1, Remarks 2.1 and 4.1,
 Sec. 4: performance orders with tau_avg, over the patterns and over the p grid), read from
@@ -18,22 +21,22 @@ a diverged run is "inconclusive". Nothing is trained: a row whose runs are not c
 "inconclusive" and says how many are missing. See :mod:`aoi_fl.pipeline.claims`.
 
 Each claim has a row per notebook that shows it: ``.cnn`` (notebooks 15-16, the paper's CNN at
-the profile's horizon; short of the paper's T = 2000 the verdict is "inconclusive at this
-budget" whatever the criterion gives, since a claim about 2000 rounds is not decided by the
-first 20-40) and ``.long`` (notebook 17, T = 2000). A ``.long`` row is likewise "inconclusive
-at this budget" whatever the criterion gives where the panel does not meet a condition of the
-claim (:func:`unmet_conditions`): in ``cpu`` its model is logistic regression, not the
-paper's CNN (every claim's experiments are the paper's CNN figures; the delay claims read
-Thm 4.1's dependence on tau off those figures), and for (v) its step size is not App. H.5's
-constant 0.1. Statements of the
-paper that state a result but have no row are in :data:`UNTESTED`, with the reason.
+the profile's horizon) and ``.long`` (notebook 17, T = 2000). Each row states the conditions
+under which the paper makes its claim (:class:`~aoi_fl.pipeline.claims.Condition`), and the
+ledger's one rule makes it "inconclusive at this budget" whatever the criterion gives where
+its runs miss one: a ``.cnn`` row the paper's horizon T = 2000 (:func:`horizon`; a claim
+about 2000 rounds is not decided by the first 20-40), a ``.long`` row also the paper's CNN
+(:func:`long_conditions`; in ``cpu`` its model is logistic regression: every claim's
+experiments are the paper's CNN figures, the delay claims read Thm 4.1's dependence on tau off
+those figures) and for (v) App. H.5's constant step size 0.1. Statements of the paper that
+state a result but have no row are in :data:`UNTESTED`, with the reason.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -42,7 +45,7 @@ from scipy import stats as scipy_stats
 
 from aoi_fl.core.delays import sampler_metrics
 from aoi_fl.core.registry import SAMPLERS
-from aoi_fl.fedsum import delays, patterns
+from aoi_fl.fedsum import costs, delays, patterns
 from aoi_fl.fedsum import experiments as fx
 from aoi_fl.fedsum import results as fr
 from aoi_fl.fedsum.experiments import LAST, PAPER_ROUNDS
@@ -51,6 +54,7 @@ from aoi_fl.pipeline.claims import (
     VERDICT_GROUP,
     VERDICT_PATTERN,
     Claim,
+    Condition,
     Untested,
     row_kind,
     scoped_verdict,
@@ -158,16 +162,24 @@ class BoundCase(NamedTuple):
     build: Callable[[int], Any]  #: seed -> the pattern's sampler
     bound: float
     lemma: str
-    source: str  #: the lemma, briefly (notebook 14's "source" column)
+    source: str  #: the lemma, briefly (notebook 14's "source" column; "(ours)": extended)
     formula: str
     sure: bool  #: a bound on tau_max itself, not on E[tau_max]
+    #: a case the paper does not state, to which we extend the lemma's proof (a row of ours)
+    ours: bool = False
+    #: (formula, value) of a sure bound on tau_max that the lemma's proof gives, tighter than
+    #: what the lemma states (the ledger tests the statement and reports this one)
+    proof: tuple[str, float] | None = None
 
 
 def bound_cases(n: int, s: int, t: int) -> dict[str, BoundCase]:
     """Every App. F bound notebook 14 checks, in its order: key (``lemf<k>.<pattern>``, the
-    ledger's ``fedsum.<key>``) -> :class:`BoundCase`. Lemma F.2's proof needs only
-    independent rounds with p_i^t >= delta, so P3, biased sampling and AoI Policy 2 are
-    covered with delta their least probability. The AoI policies come from the registry (the
+    ledger's ``fedsum.<key>``) -> :class:`BoundCase`. Lemma F.2 (Case 2 of Sec. 2.1: each
+    client active independently with p_i^t >= delta) covers P2, P3 with the paper's period 10
+    and App. H.8's biased sampling; its proof needs nothing more, so we extend it to P3 with
+    the FedAWE code's period 20 and to the AoI paper's Policy 2, cases the paper does not
+    state (rows of ours). AoI Policy 1 with equal sizes draws what P1 draws, so it has no case
+    of its own (notebook 14 shows it beside P1). The AoI policies come from the registry (the
     AoI paper registers them; :func:`plugins.load`)."""
     plugins.load()
     p = s / n
@@ -176,9 +188,10 @@ def bound_cases(n: int, s: int, t: int) -> dict[str, BoundCase]:
     policy2_delta = 1 - (1 - 1 / n) ** s
     f2 = "(4/delta) max{ln NT, ln 1/delta}, delta = "
 
-    def bernoulli(row, label, build, delta, formula, short=""):
+    def bernoulli(row, label, build, delta, formula, short="", ours=False):
         bound = delays.bernoulli_bound(delta, n, t)
-        return BoundCase(row, label, build, bound, "Lemma F.2", "F.2" + short, f2 + formula, False)
+        source = "F.2" + short + (" (ours)" if ours else "")
+        return BoundCase(row, label, build, bound, "Lemma F.2", source, f2 + formula, False, ours)
 
     f1 = ("Lemma F.1", "F.1", "(4N/S) ln(NT)", False)
     out = {
@@ -211,6 +224,7 @@ def bound_cases(n: int, s: int, t: int) -> dict[str, BoundCase]:
             p3_low,
             f"min p_i^t = {p3_low:g}",
             f", delta={p3_low:g}",
+            ours=True,
         ),
         "lemf4.cyclic": BoundCase(
             "deterministic cyclic",
@@ -229,8 +243,9 @@ def bound_cases(n: int, s: int, t: int) -> dict[str, BoundCase]:
             delays.reshuffled_cyclic_bound(n, s),
             "Lemma F.3",
             "F.3",
-            "2 floor(N/S) (its proof; the lemma states E[tau_max] <= 4N/S)",
-            True,
+            "4N/S",
+            False,
+            proof=("2 floor(N/S)", delays.reshuffled_cyclic_proof_bound(n, s)),
         ),
         "lemf2.biased": bernoulli(
             "biased (App. H.8)",
@@ -249,19 +264,13 @@ def bound_cases(n: int, s: int, t: int) -> dict[str, BoundCase]:
             q,
             f"p = {q:g}",
         )
-    out["lemf1.aoi_random"] = BoundCase(
-        "AoI Policy 1: random",
-        "AoI Policy 1 (random, equal sizes)",
-        lambda seed: SAMPLERS["random"](n, None, m=s, seed=seed),
-        delays.uniform_bound(n, s, t),
-        *f1,
-    )
     out["lemf2.aoi_probabilistic"] = bernoulli(
         "AoI Policy 2: probabilistic",
         "AoI Policy 2 (probabilistic)",
         lambda seed: SAMPLERS["probabilistic"](n, None, m=s, seed=seed),
         policy2_delta,
         f"1 - (1 - 1/N)^S = {policy2_delta:.3g}",
+        ours=True,
     )
     return out
 
@@ -303,29 +312,43 @@ def bound_line(key: str, row: Any) -> str:
 def delay_claims(profile: str = "cpu") -> list[Claim]:
     """App. F's bounds on tau_max (Lemmas F.1-F.4) against notebook 14's simulated traces
     (:func:`bound_table`): paper value the bound at these sizes, ours the mean tau_max over
-    seeds, verdict :func:`bound_verdict`, as notebook 14 prints it (:func:`bound_line`)."""
+    seeds, verdict :func:`bound_verdict`, as notebook 14 prints it (:func:`bound_line`). A
+    case the paper does not state (:attr:`BoundCase.ours`) is a row of ours, the bound we
+    computed in its statement; where the lemma's proof gives a tighter sure bound than it
+    states (:attr:`BoundCase.proof`), the spread says whether every seed is within it."""
     n, s, t = fx.DELAY_CLIENTS, fx.DELAY_ACTIVE, fx.DELAY_SETTINGS[profile]["rounds"]
     cases = bound_cases(n, s, t)
     out = []
     for key, row in bound_table(profile).iterrows():
         c = cases[key]
+        bound = f"{row['bounds']} <= {c.formula}"
+        statement = f"{bound} for the {c.label}; N = {n}, S = {s}, T = {t}"
+        if c.ours:
+            statement = (
+                f"{c.lemma}'s proof extended to a case the paper does not state: {bound}, "
+                f"{row['bound']:.2f} here, for the {c.label}; N = {n}, S = {s}, T = {t}"
+            )
+        spread = f"tau_max over {row['seeds']} seeds: {row['tau_max min']:g}-{row['tau_max max']:g}"
+        if row["tau_max"] > 0:
+            spread += f"; bound / mean {row['bound'] / row['tau_max']:.3g}"
+        if c.proof is not None:
+            formula, value = c.proof
+            within = row["tau_max max"] <= value
+            spread += f"; its proof's sure bound tau_max <= {formula} = {value:g}: " + (
+                "within it in every seed" if within else "above it in a seed"
+            )
         out.append(
             _row(
                 f"fedsum.{key}",
                 f"App. F, {c.lemma}",
-                f"{row['bounds']} <= {c.formula} for the {c.label}; N = {n}, S = {s}, T = {t}",
-                float(row["bound"]),
+                statement,
+                None if c.ours else float(row["bound"]),
                 float(row["tau_max"]),
-                f"tau_max over {row['seeds']} seeds: {row['tau_max min']:g}-"
-                f"{row['tau_max max']:g}"
-                + (
-                    f"; bound / mean {row['bound'] / row['tau_max']:.3g}"
-                    if row["tau_max"] > 0
-                    else ""
-                ),
+                spread,
                 row["verdict"],
                 _DELAY_NOTEBOOK,
                 rf"^{re.escape(key)}: {VERDICT_GROUP} \(",
+                kind="ours" if c.ours else None,
             )
         )
     return out
@@ -392,26 +415,129 @@ PAPER_COMMUNICATION = {
 }
 
 
-def communication_claims() -> list[Claim]:
-    """The vectors each method sends per active client and round (:data:`PAPER_COMMUNICATION`)
-    against our implementations' ``communication`` (the counts that Fig. 1(b)'s workload axis
-    and claim (ii) use): "held" when both directions agree."""
-    from aoi_fl.pipeline.runs import ALGORITHMS
+#: the protocols in which what a method sends is measured (:mod:`aoi_fl.fedsum.costs`): the
+#: method's own, in the in-process trainer (its two sides watched: what each reads of the
+#: other's), which decides the paper's claim; and our Flower strategy's (the arrays of the
+#: training messages and replies on Flower's in-process grid, cached by notebook 15), a
+#: transport of ours, whose rows say whether it carries only what the method sends
+PROTOCOLS = ("in process", "Flower")
 
+
+#: the methods' names as the paper writes them
+METHOD_LABELS = {
+    "fedsum_b": "FedSUM-B",
+    "fedsum": "FedSUM",
+    "fedsum_cr": "FedSUM-CR",
+    "scaffold": "SCAFFOLD",
+    "fedavg": "FedAvg",
+}
+#: why our Flower replies carry one vector more than a method that uploads delta_i sends
+FLOWER_REPLY = (
+    "; every reply carries the client's model besides the method's upload: the strategy reads "
+    "it for the update norms it records and feeds back to the sampler, a cost of our "
+    "transport, not of the method"
+)
+
+
+def communication_verdict(paper: costs.Traffic, measured: costs.Traffic | None) -> str:
+    """The verdict on the vectors a method sends per active client and round, from one
+    protocol's count (None: not measured): "held" when it is the paper's (down, up), "not held"
+    when it differs, "inconclusive" when not measured."""
+    if measured is None:
+        return "inconclusive"
+    return "held" if tuple(measured) == tuple(paper) else "not held"
+
+
+def communication_table(
+    results_dir: str = "results",
+    measure: Callable[[Mapping[str, Any]], Sequence[costs.MessageArrays]] | None = None,
+    *,
+    rerun: bool = False,
+) -> pd.DataFrame:
+    """Per method of :data:`PAPER_COMMUNICATION`, with the paper's settings on the tiny task of
+    :func:`~aoi_fl.fedsum.costs.traffic_config`: the paper's (down, up), ours in each of the
+    :data:`PROTOCOLS` (:class:`~aoi_fl.fedsum.costs.Traffic`; in process measured here, in
+    Flower read from ``results_dir``'s cache or, given ``measure`` (``aoi_fl.flower.inprocess.
+    train_messages``), measured where missing or with ``rerun``; None: not measured) and each
+    protocol's :func:`communication_verdict` (``verdict``: the method's, in process;
+    ``Flower verdict``: our transport's)."""
+    rows = {}
+    for name, (paper, _, _) in PAPER_COMMUNICATION.items():
+        config = costs.traffic_config(fx.algorithm_spec(name, "paper"))
+        measured = {
+            "in process": costs.trainer_traffic(config),
+            "Flower": costs.flower_traffic(config, results_dir, measure, rerun=rerun),
+        }
+        stated = costs.Traffic(*paper)
+        rows[name] = {
+            "paper": stated,
+            **measured,
+            "verdict": communication_verdict(stated, measured["in process"]),
+            "Flower verdict": communication_verdict(stated, measured["Flower"]),
+        }
+    return pd.DataFrame.from_dict(rows, orient="index", dtype=object)
+
+
+def _count(row: Any, protocol: str) -> str:
+    return "not measured" if row[protocol] is None else row[protocol].text()
+
+
+def communication_line(name: str, row: Any) -> str:
+    """How notebook 15 prints the verdicts on what method ``name`` sends (a row of
+    :func:`communication_table`); the ledger's ``printed_as`` finds them."""
+    return (
+        f"comm.{name}: {row['verdict']} (down, up: paper {row['paper'].text()}; in process "
+        f"{_count(row, 'in process')}) | our Flower messages: {row['Flower verdict']} "
+        f"({_count(row, 'Flower')})"
+    )
+
+
+def communication_claims(results_dir: str = "results") -> list[Claim]:
+    """The vectors each method sends per active client and round (:data:`PAPER_COMMUNICATION`)
+    against ours (:func:`communication_table`, Flower's count from ``results_dir``'s cache): the
+    paper's claim on the method's own protocol (``fedsum.comm.<method>``), and ours on whether
+    our Flower strategy's messages carry only those vectors (``fedsum.comm.flower.<method>``)."""
     out = []
-    for name, (paper, ref, text) in PAPER_COMMUNICATION.items():
-        ours = tuple(ALGORITHMS[name].communication)
+    setting = (
+        f"counted over {costs.TRAFFIC_ROUNDS} rounds of the method with the paper's settings on "
+        f"a {costs.TRAFFIC_CLIENTS}-client least-squares task"
+    )
+    for name, row in communication_table(results_dir).iterrows():
+        paper, ref, text = PAPER_COMMUNICATION[name]
+        head = rf"^comm\.{re.escape(name)}: "
         out.append(
             _row(
                 f"fedsum.comm.{name}",
                 ref,
                 f"{text}: model-size vectors (down, up) per active client and round "
-                f"{paper}; the value is their sum",
+                f"{paper}; the value is their sum (ours: measured in the method's protocol, "
+                "what each side of the in-process trainer reads of the other's)",
                 float(sum(paper)),
-                float(sum(ours)),
-                f"ours (down, up) = {ours}, from the implementation that every run uses",
-                "held" if ours == paper else "not held",
+                float(sum(row["in process"])),
+                f"ours (down, up) {row['in process'].text()}, {setting}",
+                row["verdict"],
                 _NOTEBOOK["main"],
+                rf"{head}{VERDICT_GROUP} \(",
+            )
+        )
+        flower = row["Flower"]
+        uncached = "" if flower is not None else "; not cached: notebook 15 measures it"
+        out.append(
+            _row(
+                f"fedsum.comm.flower.{name}",
+                f"{ref}",
+                f"our Flower strategy's messages for {METHOD_LABELS[name]} carry per active "
+                f"client and round only the model-size vectors the method sends, {paper} "
+                "(down, up); the value is their sum",
+                None,
+                None if flower is None else float(sum(flower)),
+                f"ours (down, up) {_count(row, 'Flower')} in the arrays of every training "
+                f"message and reply on Flower's in-process grid, {setting}{uncached}"
+                + (FLOWER_REPLY if flower is not None and flower.up > paper[1] else ""),
+                row["Flower verdict"],
+                _NOTEBOOK["main"],
+                rf"{head}.* \| our Flower messages: {VERDICT_GROUP} \(",
+                kind="ours",
             )
         )
     return out
@@ -455,47 +581,20 @@ MEMORY_CLIENTS = 100
 
 
 def memory_count(name: str) -> tuple[float, float, float]:
-    """What method ``name`` keeps besides the global model, from the state its implementation
-    checkpoints (``state_dict``, everything a run carries from one round to the next): (model-
-    size vectors per client, model-size vectors not per client, scalars per client).
-
-    Counted on a toy model (two tensors, 8 parameters) and 7 clients: a tensor shaped like a
-    parameter with a leading client axis is a per-client table, one shaped like a parameter a
-    single vector, one of shape (clients,) a scalar per client; any other shape is an error. In
-    Algs 1-3 the per-client tables are the clients' own state (h_i, z_i, a_i) and the single
-    vector is the server's y; the simulation keeps both in one process, so the count reads
-    the side from the structure, not from where a tensor lives.
-    """
-    import torch
-
-    from aoi_fl.pipeline.runs import ALGORITHMS
-
-    n = 7
-    like = {"weight": torch.zeros(3, 2), "bias": torch.zeros(2)}
-    size = sum(v.numel() for v in like.values())
-    options = {k: v for k, v in fx.algorithm_spec(name, "paper").items() if k != "name"}
-    algorithm = ALGORITHMS[name](**options)
-    algorithm.setup(n, like)
-    per_client = shared = scalars = 0.0
-    for key, tensor in algorithm.state_dict().items():
-        shape = tuple(tensor.shape)
-        if shape == (n,):
-            scalars += 1
-        elif any(shape == (n, *v.shape) for v in like.values()):
-            per_client += tensor.numel() / (n * size)
-        elif any(shape == tuple(v.shape) for v in like.values()):
-            shared += tensor.numel() / size
-        else:
-            raise ValueError(f"{name}: state {key!r} of shape {shape} is not countable")
-    return per_client, shared, scalars
+    """What method ``name`` with the paper's settings keeps besides the global model (model-
+    size vectors per client, on the server, scalars per client;
+    :func:`aoi_fl.fedsum.costs.memory_count`)."""
+    return costs.memory_count(fx.algorithm_spec(name, "paper"))
 
 
 def memory_claims() -> list[Claim]:
     """What each method keeps (:data:`PAPER_MEMORY`) against our implementations'
     (:func:`memory_count`): "held" when the vectors per client, the vectors on the server and
-    the scalars per client all agree; the value counts the vectors for
-    :data:`MEMORY_CLIENTS` clients."""
+    the scalars per client all agree. The paper states what is kept, not how many vectors
+    that makes, so there is no paper value: the statement gives the count its words imply for
+    :data:`MEMORY_CLIENTS` clients, the value ours."""
     out = []
+    n = MEMORY_CLIENTS
     for name, (paper, ref, text) in PAPER_MEMORY.items():
         ours = memory_count(name)
         per, server, scalars = ours
@@ -504,11 +603,13 @@ def memory_claims() -> list[Claim]:
                 f"fedsum.memory.{name}",
                 ref,
                 f"{text}: besides x, (model-size vectors per client, on the server, scalars per "
-                f"client) {paper}; the value is the vectors for N = {MEMORY_CLIENTS} clients",
-                float(paper[0] * MEMORY_CLIENTS + paper[1]),
-                float(per * MEMORY_CLIENTS + server),
+                f"client) {paper}, so {paper[0] * n + paper[1]} vectors for the paper's N = {n} "
+                f"clients (our count from its words; the paper prints no number); the value is "
+                f"ours for N = {n}",
+                None,
+                float(per * n + server),
                 f"ours (per client, on the server, scalars per client) = ({per:g}, {server:g}, "
-                f"{scalars:g}), counted in the state that the implementation every run uses "
+                f"{scalars:g}), counted in the state that {name}'s implementation (every run's) "
                 "checkpoints (per-client tables and single vectors; the simulation keeps both "
                 "in one process)",
                 "held" if ours == tuple(float(v) for v in paper) else "not held",
@@ -545,27 +646,51 @@ def _missing(missing: int, planned: int) -> str:
     return f"{missing} of {planned} runs not cached"
 
 
-def budget_verdict(criterion: str, rounds: int) -> str:
-    """The verdict on a claim about the paper's T = :data:`~aoi_fl.fedsum.experiments.
-    PAPER_ROUNDS` from a run of ``rounds``: its criterion's verdict at that horizon, else
-    "inconclusive at this budget" (the first 20-40 rounds do not decide a claim about 2000);
-    a plain "inconclusive" (runs missing or diverged) stays, as no budget decides it."""
-    if rounds >= PAPER_ROUNDS or criterion == "inconclusive":
-        return criterion
-    return "inconclusive at this budget"
+def horizon(rounds: int) -> Condition:
+    """The horizon under which the paper makes every claim of Sec. 5 and App. H, T =
+    :data:`~aoi_fl.fedsum.experiments.PAPER_ROUNDS`, against a panel's ``rounds`` (the first
+    20-40 rounds do not decide a claim about 2000)."""
+    return Condition("horizon", f"T = {PAPER_ROUNDS}", f"T = {rounds}")
+
+
+def _model(name: str) -> str:
+    """A panel's model as a condition names it (the paper's MNIST model: its CNN)."""
+    return "CNN" if name == fx.MODELS["mnist"] else name.replace("_", " ")
+
+
+def long_conditions(claim: str, profile: str) -> tuple[Condition, ...]:
+    """The conditions under which the paper makes ``claim``, against the long-horizon panel of
+    ``profile``: the paper's horizon (:func:`horizon`), its MNIST CNN (every claim is read off
+    figures of CNNs, Sec. 5 and App. H; the delay claims' only experiments are Figs 9, 10 and
+    14, of the CNN too) and, for (v), App. H.5's constant eta_l = 0.1 (the panel keeps Sec. 5's
+    decaying schedule)."""
+    out = [
+        horizon(fx.profile_settings(profile)["long"]["rounds"]),
+        Condition("model", _model(fx.MODELS["mnist"]), _model(fx.LONG_MODELS[profile]["name"])),
+    ]
+    if claim == "(v)":
+        out.append(Condition("eta_l", "constant 0.1 (App. H.5)", "decaying (Sec. 5)"))
+    return tuple(out)
+
+
+def capped(verdict: str, conditions: Sequence[Condition]) -> str:
+    """The verdict a ledger row with these ``conditions`` shows for a criterion's ``verdict``
+    (the shared rule, :func:`aoi_fl.pipeline.claims.scoped_verdict`, which the row applies
+    itself): what notebooks 15-17 print beside the criterion's."""
+    return scoped_verdict(verdict, [c.text() for c in conditions if not c.met])[0]
 
 
 def cnn_verdicts(summaries: Sequence[fx.RunSummary], figure: str, profile: str) -> pd.DataFrame:
     """The claims of :data:`CLAIMS` that the CNN panel ``figure`` of notebooks 15-16 tests,
     from its ``summaries``: :func:`~aoi_fl.fedsum.results.all_claims` (criterion, numbers,
     parts held, its verdict as "by the criterion") over the last ``LAST["cnn"]`` evaluations,
-    the panel's rounds and the verdict, :func:`budget_verdict`."""
+    the panel's rounds and the verdict, :func:`capped` by the paper's :func:`horizon`."""
     rounds = fx.profile_settings(profile)["rounds"][figure]
     table = fr.all_claims(summaries, last=LAST["cnn"][profile])
     table = table.loc[[c for c, (panel, _, _) in CLAIMS.items() if panel == figure]]
     table = table.rename(columns={"verdict": "by the criterion"})
     table["rounds"] = rounds
-    table["verdict"] = [budget_verdict(v, rounds) for v in table["by the criterion"]]
+    table["verdict"] = [capped(v, [horizon(rounds)]) for v in table["by the criterion"]]
     return table
 
 
@@ -581,8 +706,8 @@ def cnn_line(claim: str, row: Any) -> str:
 def cnn_claims(profile: str = "cpu", results_dir: str = "results") -> list[Claim]:
     """Claims (i)-(v) and (viii) on the paper's CNN (notebooks 15-16, MNIST) by the criteria
     of :data:`~aoi_fl.fedsum.results.ALL_CRITERIA`, one panel per claim as the notebooks
-    run them (:func:`cnn_verdicts`); short of the paper's T = 2000 "inconclusive at this
-    budget"."""
+    run them (:func:`cnn_verdicts`), the criterion's verdict scoped by the row to the paper's
+    :func:`horizon`: short of T = 2000 "inconclusive at this budget"."""
     settings = fx.profile_settings(profile)
     tables: dict[str, tuple] = {}
     for figure in {panel for panel, _, _ in CLAIMS.values()}:
@@ -601,7 +726,7 @@ def cnn_claims(profile: str = "cpu", results_dir: str = "results") -> list[Claim
                 f"{rounds} rounds, {seeds} seed{'s' if seeds > 1 else ''}; by the criterion "
                 f"{row['by the criterion']}, " + numbers
             )
-            verdict = row["verdict"]
+            verdict = row["by the criterion"]
         out.append(
             _row(
                 f"{_key(claim)}.cnn",
@@ -614,38 +739,26 @@ def cnn_claims(profile: str = "cpu", results_dir: str = "results") -> list[Claim
                 verdict,
                 _NOTEBOOK.get(figure, _CNN_NOTEBOOK),
                 rf"^{re.escape(claim)} {VERDICT_GROUP} \(\d+ of the paper's \d+ rounds; ",
+                conditions=[horizon(rounds)],
             )
         )
     return out
-
-
-def unmet_conditions(claim: str, profile: str) -> list[str]:
-    """The conditions of the paper's ``claim`` that the long-horizon panel of ``profile`` does
-    not meet: the paper's MNIST CNN (every claim is read off figures of CNNs, Sec. 5 and
-    App. H; the delay claims' only experiments are Figs 9, 10 and 14, of the CNN too) and, for
-    (v), App. H.5's constant eta_l = 0.1 (the panel keeps Sec. 5's decaying schedule)."""
-    unmet = []
-    model = fx.LONG_MODELS[profile]["name"]
-    if model != fx.MODELS["mnist"]:
-        unmet.append(f"{model.replace('_', ' ')}, not the paper's CNN")
-    if claim == "(v)":
-        unmet.append("eta_l decaying, not App. H.5's constant 0.1")
-    return unmet
 
 
 def long_verdicts(summaries: Sequence[fx.RunSummary], profile: str) -> pd.DataFrame:
     """The claims of :data:`CLAIMS` on the long-horizon panel's ``summaries`` (notebook 17):
     :func:`~aoi_fl.fedsum.results.all_claims` (criterion, numbers, parts held, its verdict as
     "by the criterion") over the last ``LAST["long"]`` evaluations, the conditions of the claim
-    the panel does not meet (:func:`unmet_conditions`, "; "-joined) and the verdict: the
-    criterion's where it meets them all, else capped by the shared rule
-    (:func:`aoi_fl.pipeline.claims.scoped_verdict`)."""
+    the panel does not meet (:func:`long_conditions`, "; "-joined) and the verdict: the
+    criterion's where it meets them all, else :func:`capped`."""
     table = fr.all_claims(summaries, last=LAST["long"][profile]).loc[list(CLAIMS)]
     table = table.rename(columns={"verdict": "by the criterion"})
-    table["unmet"] = ["; ".join(unmet_conditions(claim, profile)) for claim in table.index]
+    conditions = {claim: long_conditions(claim, profile) for claim in table.index}
+    table["unmet"] = [
+        "; ".join(c.text() for c in conditions[claim] if not c.met) for claim in table.index
+    ]
     table["verdict"] = [
-        scoped_verdict(by, [unmet] if unmet else [])[0]
-        for by, unmet in zip(table["by the criterion"], table["unmet"], strict=True)
+        capped(by, conditions[claim]) for claim, by in table["by the criterion"].items()
     ]
     return table
 
@@ -694,9 +807,10 @@ def p_grid_speed(summaries: Sequence[fx.RunSummary], last: int) -> str:
 
 def long_claims(profile: str = "cpu", results_dir: str = "results") -> list[Claim]:
     """Claims (i)-(v) and (viii), (cr) and the delay claims at the paper's horizon T = 2000
-    (notebook 17's panel: ``long``, ``long_cases``, ``long_p_grid``), with the verdict notebook
-    17 prints (:func:`long_verdicts`, :func:`long_line`); claim (iv)'s spread adds what its
-    endpoint misses (:func:`p_grid_speed`)."""
+    (notebook 17's panel: ``long``, ``long_cases``, ``long_p_grid``): the criterion's verdict,
+    scoped by the row to the claim's :func:`long_conditions`, which is what notebook 17 prints
+    (:func:`long_verdicts`, :func:`long_line`); claim (iv)'s spread adds what its endpoint
+    misses (:func:`p_grid_speed`)."""
     found, missing, planned = _panel(fx.LONG_FIGURES, profile, results_dir)
     table = long_verdicts(found, profile) if found and not missing else None
     model = fx.LONG_MODELS[profile]["name"].replace("_", " ")
@@ -707,13 +821,12 @@ def long_claims(profile: str = "cpu", results_dir: str = "results") -> list[Clai
         if table is not None:
             row = table.loc[claim]
             ours, numbers = _judged(row)
-            unmet = f"{row['unmet']}; " if row["unmet"] else ""
             spread = (
-                f"{s['seeds']} paired seeds; {unmet}by the criterion {row['by the criterion']}, "
+                f"{s['seeds']} paired seeds; by the criterion {row['by the criterion']}, "
                 + numbers
                 + (p_grid_speed(found, LAST["long"][profile]) if claim == "(iv)" else "")
             )
-            verdict = row["verdict"]
+            verdict = row["by the criterion"]
         out.append(
             _row(
                 f"{_key(claim)}.long",
@@ -727,6 +840,7 @@ def long_claims(profile: str = "cpu", results_dir: str = "results") -> list[Clai
                 _LONG_NOTEBOOK,
                 rf"^{re.escape(claim)} {VERDICT_GROUP} \(.*by the criterion "
                 rf"(?:{VERDICT_PATTERN}), \d+/\d+ parts held\)\s*$",
+                conditions=long_conditions(claim, profile),
             )
         )
     return out
@@ -812,7 +926,7 @@ def claims(
     return (
         delay_claims(profile)
         + [tau_claim(profile)]
-        + communication_claims()
+        + communication_claims(results_dir)
         + memory_claims()
         + cnn_claims(profile, results_dir)
         + long_claims(profile, results_dir)

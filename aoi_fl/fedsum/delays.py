@@ -106,9 +106,16 @@ def bernoulli_bound(delta: float, n: int, rounds: int) -> float:
     return 4 / delta * max(math.log(n * rounds), math.log(1 / delta))
 
 
-def reshuffled_cyclic_bound(n: int, s: int) -> int:
-    """2 floor(N/S), the bound on tau_max inside the proof of Lemma F.3 (reshuffled cyclic
-    pattern); the lemma states the weaker E[tau_max] <= 4N/S."""
+def reshuffled_cyclic_bound(n: int, s: int) -> float:
+    """Lemma F.3: E[tau_max] <= 4N/S for the reshuffled cyclic pattern."""
+    n, s = require_n_s(n, s)
+    return 4 * n / s
+
+
+def reshuffled_cyclic_proof_bound(n: int, s: int) -> int:
+    """2 floor(N/S), the sure bound on tau_max inside the proof of Lemma F.3 (a client's two
+    consecutive selections lie at most from the start of one epoch to the end of the next),
+    tighter than the lemma's statement (:func:`reshuffled_cyclic_bound`)."""
     n, s = require_n_s(n, s)
     return 2 * (n // s)
 

@@ -30,7 +30,9 @@ trainer forbids random layers; the paper uses 0.2).
 a work folder) and keeps a compact :class:`RunSummary` per run in the results folder: per
 evaluation the training loss (all clients' losses weighted by their data sizes), the
 objective f = (1/N) sum_i f_i of the paper (eq. 1), test loss and accuracy; per round the
-number of active clients; the trace's tau_max and tau_avg; the method's communication.
+number of active clients; the trace's tau_max and tau_avg; the method's communication (the
+model-size vectors it sends per active client and round, down and up, measured in the
+in-process trainer: :func:`aoi_fl.fedsum.costs.trainer_traffic`), the unit of Fig. 1(b).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import numpy as np
 from aoi_fl.core.delays import trace_metrics
 from aoi_fl.core.registry import PALETTE, Style, register_family, register_styles
 from aoi_fl.core.validation import require_choice, require_int
+from aoi_fl.fedsum import costs
 from aoi_fl.pipeline.cache import ResultStore, config_key
 from aoi_fl.pipeline.data_status import dataset_section
 from aoi_fl.pipeline.profiles import PROFILES
@@ -339,7 +342,7 @@ class RunSummary:
     active: np.ndarray
     tau_max: int
     tau_avg: float
-    communication: tuple[int, int]
+    communication: tuple[float, float]
 
     def units(self) -> np.ndarray:
         """Cumulative communication (model-size vectors, both ways) at each evaluation."""
@@ -353,7 +356,7 @@ def _summary_key(config: dict[str, Any]) -> dict[str, Any]:
     return {"fedsum_summary": SUMMARY_VERSION, "run": resolve_config(config)}
 
 
-def summarise(history: dict, sizes: np.ndarray, communication: tuple[int, int]) -> dict:
+def summarise(history: dict, sizes: np.ndarray, communication: tuple[float, float]) -> dict:
     """The summary fields of a run's ``history`` (client data ``sizes`` weight the losses)."""
     losses = np.asarray(history["client_losses"], dtype=float)  # (evaluations, clients)
     if losses.ndim != 2 or losses.shape[1] != sizes.size:
@@ -413,7 +416,7 @@ def run_planned(
     checkpoints, go to ``work_dir`` (large; not committed), so an interrupted grid resumes.
     ``rerun`` recomputes everything; ``progress`` shows a bar over the runs being trained.
     """
-    from aoi_fl.pipeline.runs import ALGORITHMS, client_sizes, run_grid
+    from aoi_fl.pipeline.runs import client_sizes, run_grid
 
     store = ResultStore(results_dir)
     keys = [_summary_key(p.config) for p in planned]
@@ -425,8 +428,9 @@ def run_planned(
     def keep(i: int, result: Any) -> None:
         # each summary is stored as its run finishes: an interrupted grid keeps them
         key, config = entries[todo[i]]
-        # a class constant: no need to build the algorithm
-        communication = ALGORITHMS[config["training"]["algorithm"]["name"]].communication
+        # Fig. 1(b)'s unit: what the method sends, measured on a tiny task (a second)
+        spec = config["training"]["algorithm"]
+        communication = costs.trainer_traffic(costs.traffic_config(spec), data_root)
         fields = summarise(result.history, client_sizes(config, data_root), communication)
         arrays = {k: fields.pop(k) for k in _SERIES}
         fields["communication"] = list(fields["communication"])

@@ -111,7 +111,7 @@ def participation_delays(table: pd.DataFrame, profile: str) -> plt.Figure:
         s=200,
         color="black",
         zorder=3,
-        label="App. F bound on E[tau_max] (paper; Markov: ours)",
+        label="bound on E[tau_max] (App. F; ours where the table's source says so)",
     )
     ax.set_yticks(y, table.index)
     ax.invert_yaxis()

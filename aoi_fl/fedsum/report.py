@@ -67,9 +67,9 @@ def delay_table(table: pd.DataFrame, profile: str) -> None:
 
 def closed_forms(n: int, s: int, t: int) -> None:
     """The deterministic cyclic order's tau_max and tau_avg over ``t`` rounds from its closed
-    form, the reshuffled order's bound 2m - 2 (m = N/S) against Lemma F.3's 2 floor(N/S), and
-    Lemmas F.1 and F.2 at N = ``n``, S = ``s``, T = ``t`` (F.2 for the deltas of the table's
-    Bernoulli patterns)."""
+    form, the reshuffled order's bound 2m - 2 (m = N/S) against Lemma F.3's 4N/S and its
+    proof's 2 floor(N/S), and Lemmas F.1 and F.2 at N = ``n``, S = ``s``, T = ``t`` (F.2 for
+    the deltas of the table's Bernoulli patterns)."""
     m = n // s
     closed = delays.deterministic_cyclic_delays(n, s, t)
     print(
@@ -77,8 +77,9 @@ def closed_forms(n: int, s: int, t: int) -> None:
         f"tau_avg = {closed.mean():.4f}"
     )
     print(
-        f"reshuffled cyclic: tau_max <= 2m - 2 = {2 * m - 2}; Lemma F.3 bound 2 floor(N/S) = "
-        f"{delays.reshuffled_cyclic_bound(n, s)}"
+        f"reshuffled cyclic: tau_max <= 2m - 2 = {2 * m - 2}; Lemma F.3: E[tau_max] <= 4N/S = "
+        f"{delays.reshuffled_cyclic_bound(n, s):g} (its proof: tau_max <= 2 floor(N/S) = "
+        f"{delays.reshuffled_cyclic_proof_bound(n, s)})"
     )
     print(f"Lemma F.1 (uniform), T = {t}: (4N/S) ln(NT) = {delays.uniform_bound(n, s, t):.2f}")
     for p in (0.05, 0.08, 0.1, 0.2, 0.5):
@@ -167,16 +168,23 @@ def partition(histogram: np.ndarray, seed: int) -> None:
     )
 
 
-def costs(summaries: Sequence[Any]) -> None:
+def costs(summaries: Sequence[Any], communication: pd.DataFrame) -> None:
     """Fig. 1(b)'s unit: the model-size vectors each method receives and sends per active
-    client and round (its runs under P1 among ``summaries``), and what each of the FedSUM family
-    and SCAFFOLD keeps besides x, counted in its implementation's state (the ledger's
+    client and round, as its runs under P1 among ``summaries`` record them; the ledger's verdict
+    on what the paper says the FedSUM family, SCAFFOLD and FedAvg send, against what they send
+    in the in-process trainer and in Flower's messages (``communication``:
+    :func:`aoi_fl.fedsum.claims.communication_table`, printed by
+    :func:`~aoi_fl.fedsum.claims.communication_line`); and what each of the FedSUM family and
+    SCAFFOLD keeps besides x, counted in its implementation's state (the ledger's
     ``fedsum.memory`` rows)."""
     groups = fr.group(summaries)
     print(
-        "model-size vectors (down, up) per active client and round:",
-        {a: groups[("P1", a)][0].communication for a in fx.MAIN_ALGORITHMS},
+        "Fig. 1(b)'s unit, model-size vectors (down, up) per active client and round:",
+        {a: tuple(groups[("P1", a)][0].communication) for a in fx.MAIN_ALGORITHMS},
     )
+    print("sent, against the paper (the ledger's fedsum.comm rows):")
+    for name, row in communication.iterrows():
+        print(fc.communication_line(name, row))
     memory = {a: fc.memory_count(a) for a in fc.PAPER_MEMORY}
     print("kept besides x (vectors per client, vectors on the server, scalars per client):", memory)
 
@@ -241,7 +249,8 @@ def cases_final(table: pd.DataFrame, last: int, threshold: float) -> None:
 def cases_claims(table: pd.DataFrame, summaries: Sequence[Any]) -> None:
     """What claims (iii) and (viii) rest on in the first seed: FedSUM's final test accuracy over
     Cases 1-4, their spread, whether its training loss falls under each, FedSUM under biased
-    sampling against its worst case, and against FedAvg (margins > 0: FedSUM better)."""
+    sampling against its worst case; and against FedAvg, as Fig. 14(b) shows it (margins > 0:
+    FedSUM better; App. H.8 claims nothing of it, so no part of claim (viii))."""
     four, falls = fr.four_cases(table, fr.group(summaries))
     gap = four["test_accuracy"].max() - four["test_accuracy"].min()
     print(f"final test accuracy over Cases 1-4: {four['test_accuracy'].round(4).to_dict()}")

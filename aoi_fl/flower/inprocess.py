@@ -37,6 +37,8 @@ class InProcessGrid:
     ``restart`` holds (node, round t) pairs: the node restarts before its message of round t,
     with a fresh ``context.state``; ``away`` nodes never answer the availability query (a node
     that does not answer in time); ``node_config`` is added to every node's configuration.
+    ``record``: a list to which every training message's arrays and its reply's are appended
+    (:func:`train_messages`).
     """
 
     def __init__(
@@ -49,8 +51,10 @@ class InProcessGrid:
         away: Iterable[int] = (),
         restart: Iterable[tuple[int, int]] = (),
         node_config: Mapping[str, Any] | None = None,
+        record: list | None = None,
     ) -> None:
         self.app, self.partition_ids = app, partition_ids
+        self.record = record
         self.fail, self.silent, self.restart = set(fail), set(silent), set(restart)
         self.lost, self.away = set(lost), set(away)
         self.timeouts: list[float | None] = []  # the timeout of every send_and_receive
@@ -80,30 +84,43 @@ class InProcessGrid:
         for message in messages:
             node, kind = message.metadata.dst_node_id, message.metadata.message_type
             self.sent.append((kind, node))
-            if kind.endswith(AVAILABILITY_QUERY) and node in self.away:
-                continue
-            if kind == "train":
-                if node in self.silent:
-                    continue
-                if node in self.fail:
-                    replies.append(Message(Error(code=1, reason="node lost"), reply_to=message))
-                    continue
-                t = int(message.content[CONFIG]["round"])
-                if (node, t) in self.restart:
-                    self.contexts[node].state = RecordDict()
-            try:
-                reply = self.app(message, self.contexts[node])
-                if not (kind == "train" and node in self.lost):
-                    replies.append(reply)
-            except Exception as error:  # noqa: BLE001  (as Flower's runtime: an error reply)
-                reason = f"{type(error)}:<'{error}'>"
-                replies.append(
-                    Message(
-                        Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason),
-                        reply_to=message,
-                    )
-                )
+            reply = self._answer(message, node, kind)
+            if reply is not None:
+                replies.append(reply)
+            if kind == "train" and self.record is not None:
+                answered = reply is not None and not reply.has_error()
+                self.record.append((arrays(message), arrays(reply) if answered else None))
         return replies[::-1]
+
+    def _answer(self, message: Message, node: int, kind: str) -> Message | None:
+        """``node``'s reply to ``message`` as the failure switches make it (None: none comes)."""
+        if kind.endswith(AVAILABILITY_QUERY) and node in self.away:
+            return None
+        if kind == "train":
+            if node in self.silent:
+                return None
+            if node in self.fail:
+                return Message(Error(code=1, reason="node lost"), reply_to=message)
+            t = int(message.content[CONFIG]["round"])
+            if (node, t) in self.restart:
+                self.contexts[node].state = RecordDict()
+        try:
+            reply = self.app(message, self.contexts[node])
+        except Exception as error:  # noqa: BLE001  (as Flower's runtime: an error reply)
+            reason = f"{type(error)}:<'{error}'>"
+            return Message(
+                Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason),
+                reply_to=message,
+            )
+        return None if kind == "train" and node in self.lost else reply
+
+
+def arrays(message: Message) -> dict[str, dict[str, tuple[int, ...]]]:
+    """The arrays a message carries: record -> array -> shape."""
+    return {
+        name: {k: tuple(a.shape) for k, a in record.items()}
+        for name, record in message.content.array_records.items()
+    }
 
 
 def node_ids(n: int) -> dict[int, int]:
@@ -139,6 +156,17 @@ def run_in_process(
             return serve(nodes_grid, server, on_failure=on_failure, timeout=timeout)
     finally:
         torch.set_num_threads(before)
+
+
+def train_messages(
+    config: dict[str, Any], *, data_root: str = "data", threads: int = 1
+) -> list[tuple[dict, dict | None]]:
+    """The arrays of every training message of ``config``'s run by :func:`run_in_process` and
+    of its reply (record -> array -> shape; None: no reply), in the order sent: what the
+    strategy and the ClientApp send each other, for counting (:mod:`aoi_fl.fedsum.costs`)."""
+    record: list[tuple[dict, dict | None]] = []
+    run_in_process(config, data_root=data_root, threads=threads, record=record)
+    return record
 
 
 @contextlib.contextmanager

@@ -84,7 +84,8 @@ def test_notebook_14_checks_in_smoke_skip_the_readings_comparisons():
     table, verdicts = traces.pattern_table("smoke"), fc.bound_table("smoke")
     out = checks.delay_patterns(table, verdicts, "smoke")
     assert len(out) == 2 and out[0].startswith("skipped in smoke: the Reading's verdicts")
-    assert out[1].endswith("15 patterns, 13 verdicts on the same traces")
+    # AoI Policy 1 is shown beside P1 but has no verdict of its own (it is P1)
+    assert out[1].endswith("15 patterns, 12 verdicts on the same traces")
     # the optimal Markov policy away from its closed form fails
     off = table.copy()
     off.loc["AoI Policy 3: Markov optimal", "tau_max max"] = 5.0

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from aoi_fl.fedsum import claims as fc
-from aoi_fl.fedsum import delays
+from aoi_fl.fedsum import costs, delays
 from aoi_fl.fedsum import experiments as fx
 from aoi_fl.fedsum import results as fr
-from aoi_fl.pipeline.claims import VERDICTS, Untested
+from aoi_fl.pipeline import runs
+from aoi_fl.pipeline.claims import OURS_TAG, VERDICTS, Untested
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,14 +44,14 @@ def test_the_long_rows_find_the_verdict_in_a_printed_claim_line():
         "(viii)",
         {
             "verdict": "inconclusive at this budget",
-            "unmet": "logistic regression, not the paper's CNN",
+            "unmet": "model: ours logistic regression, the paper's CNN",
             "by the criterion": "not held",
             "parts held": "2/4",
         },
     )
     assert line == (
-        "(viii) inconclusive at this budget (logistic regression, not the paper's CNN; by the "
-        "criterion not held, 2/4 parts held)"
+        "(viii) inconclusive at this budget (model: ours logistic regression, the paper's CNN; by "
+        "the criterion not held, 2/4 parts held)"
     )
     found = re.search(row.printed_as, f"x\n{line}\n", flags=re.M)
     assert found and found.group(1) == "inconclusive at this budget"
@@ -311,14 +312,33 @@ def test_a_comparison_with_a_diverged_run_is_inconclusive_never_held():
     assert fr.long_claims(runs).loc["(v)", "verdict"] == "inconclusive"
 
 
+def test_a_cnn_row_is_decided_only_at_the_paper_s_horizon():
+    short, paper = fc.horizon(40), fc.horizon(2000)
+    assert short.text() == "horizon: ours T = 40, the paper's T = 2000" and paper.met
+    assert fc.capped("held", [short]) == fc.capped("not held", [short])
+    assert fc.capped("held", [short]) == "inconclusive at this budget"
+    assert fc.capped("not held", [paper]) == "not held"
+    # runs missing or diverged: no budget decides it, and it says so plainly
+    assert fc.capped("inconclusive", [short]) == "inconclusive"
+
+
+def unmet(claim, profile):
+    return [c.text() for c in fc.long_conditions(claim, profile) if not c.met]
+
+
 def test_a_long_row_is_decided_only_under_the_claims_conditions():
-    # logistic regression is not the paper's CNN; (v) also names App. H.5's constant eta_l
-    assert fc.unmet_conditions("(i)", "cpu") == ["logistic regression, not the paper's CNN"]
-    assert fc.unmet_conditions("(i)", "paper") == []
-    assert fc.unmet_conditions("(v)", "paper") == ["eta_l decaying, not App. H.5's constant 0.1"]
+    # logistic regression is not the paper's CNN; (v) also names App. H.5's constant eta_l;
+    # smoke's 4 rounds are not the paper's 2000
+    model = "model: ours logistic regression, the paper's CNN"
+    assert unmet("(i)", "cpu") == [model]
+    assert unmet("(i)", "paper") == []
+    assert unmet("(v)", "paper") == [
+        "eta_l: ours decaying (Sec. 5), the paper's constant 0.1 (App. H.5)"
+    ]
     for claim in ("(cr)", "(delays.patterns)", "(delays.p)"):
-        assert fc.unmet_conditions(claim, "cpu") == ["logistic regression, not the paper's CNN"]
-        assert fc.unmet_conditions(claim, "paper") == []
+        assert unmet(claim, "cpu") == [model]
+        assert unmet(claim, "paper") == []
+    assert unmet("(i)", "smoke")[0] == "horizon: ours T = 4, the paper's T = 2000"
     runs = panel({"fedsum": FAST, "fedsum_cr": FAST, **{b: WAVERING for b in fx.BASELINES}})
     cpu, paper = fc.long_verdicts(runs, "cpu"), fc.long_verdicts(runs, "paper")
     assert cpu.loc["(i)", "by the criterion"] == paper.loc["(i)", "verdict"] == "held"
@@ -330,32 +350,86 @@ def test_a_long_row_is_decided_only_under_the_claims_conditions():
     assert fc.long_verdicts(swapped, "cpu").loc["(i)", "verdict"] == "inconclusive at this budget"
 
 
-def test_the_communication_rows_read_the_implementations_and_can_fail(monkeypatch):
-    rows = {c.key: c for c in fc.communication_claims()}
-    assert set(rows) == {f"fedsum.comm.{a}" for a in fc.PAPER_COMMUNICATION}
-    assert {k: (c.paper_value, c.ours, c.verdict) for k, c in rows.items()} == {
-        "fedsum.comm.fedsum_b": (2.0, 2.0, "held"),
-        "fedsum.comm.fedsum": (3.0, 3.0, "held"),
-        "fedsum.comm.fedsum_cr": (2.0, 2.0, "held"),
-        "fedsum.comm.scaffold": (3.0, 3.0, "held"),
-        "fedsum.comm.fedavg": (2.0, 2.0, "held"),
-    }
-    # SCAFFOLD in its original form (Delta x and Delta c up) would not cost what FedSUM costs
-    from aoi_fl.pipeline.runs import ALGORITHMS
+def test_a_communication_verdict_needs_every_protocol_to_send_the_paper_s_vectors():
+    paper, more = costs.Traffic(2, 1), costs.Traffic(2, 2)
+    verdict = fc.communication_verdict
+    assert verdict(paper, paper) == "held"
+    assert verdict(paper, more) == "not held"
+    assert verdict(paper, None) == "inconclusive"
 
-    monkeypatch.setattr(ALGORITHMS["scaffold"], "communication", (2, 2))
-    row = next(c for c in fc.communication_claims() if c.key == "fedsum.comm.scaffold")
+
+def flower_like(extra_up=()):
+    """A stand-in for Flower's messages (``measure`` of :func:`~aoi_fl.fedsum.costs.
+    flower_traffic`): two messages carrying the vectors the paper states for the configured
+    method, its replies one more for the methods in ``extra_up``."""
+
+    def measure(config):
+        name = config["training"]["algorithm"]["name"]
+        like = costs.shapes(runs.build_trainer(config).params)
+        (down, up), _, _ = fc.PAPER_COMMUNICATION[name]
+        up += name in extra_up
+
+        def vectors(count):
+            return {f"v{j}": {k: s for k, s in like.items()} for j in range(count)}
+
+        return [(vectors(down), vectors(up))] * 2
+
+    return measure
+
+
+def test_the_communication_rows_are_measured_in_both_protocols_and_can_fail(tmp_path):
+    paper_rows = {f"fedsum.comm.{a}" for a in fc.PAPER_COMMUNICATION}
+    flower_rows = {f"fedsum.comm.flower.{a}" for a in fc.PAPER_COMMUNICATION}
+    # nothing cached: the method's protocol decides the paper's rows; ours on Flower undecided
+    rows = {c.key: c for c in fc.communication_claims(str(tmp_path))}
+    assert set(rows) == paper_rows | flower_rows
+    for key in paper_rows:
+        assert rows[key].verdict == "held" and rows[key].kind == "arithmetic", rows[key]
+    for key in flower_rows:
+        c = rows[key]
+        assert c.verdict == "inconclusive" and c.kind == "ours" and c.paper_value is None
+        assert "not measured" in c.spread and "notebook 15 measures it" in c.spread
+    assert rows["fedsum.comm.fedsum"].spread.startswith("ours (down, up) (2, 1)")
+    # Flower sending what the paper says: held, ours the paper's sum
+    fc.communication_table(str(tmp_path / "same"), flower_like())
+    rows = {c.key: c for c in fc.communication_claims(str(tmp_path / "same"))}
+    assert {k: (c.ours, c.verdict) for k, c in rows.items() if k in flower_rows} == {
+        "fedsum.comm.flower.fedsum_b": (2.0, "held"),
+        "fedsum.comm.flower.fedsum": (3.0, "held"),
+        "fedsum.comm.flower.fedsum_cr": (2.0, "held"),
+        "fedsum.comm.flower.scaffold": (3.0, "held"),
+        "fedsum.comm.flower.fedavg": (2.0, "held"),
+    }
+    # one vector more up from FedSUM's clients in Flower: our transport's row is not held, the
+    # method's (its own protocol) still held
+    table = fc.communication_table(str(tmp_path / "more"), flower_like(["fedsum"]))
+    rows = {c.key: c for c in fc.communication_claims(str(tmp_path / "more"))}
+    row = rows["fedsum.comm.flower.fedsum"]
     assert row.verdict == "not held" and row.ours == 4.0
+    assert "ours (down, up) (2, 2)" in row.spread and "a cost of our transport" in row.spread
+    assert rows["fedsum.comm.fedsum"].verdict == "held"
+    line = fc.communication_line("fedsum", table.loc["fedsum"])
+    assert line == (
+        "comm.fedsum: held (down, up: paper (2, 1); in process (2, 1)) | our Flower messages: "
+        "not held ((2, 2))"
+    )
+    assert re.match(row.printed_as, line).group(1) == "not held"
+    assert re.match(rows["fedsum.comm.fedsum"].printed_as, line).group(1) == "held"
 
 
 def test_the_memory_rows_count_the_implementations_state_and_can_fail(monkeypatch):
     rows = {c.key: c for c in fc.memory_claims()}
+    # the paper says what is kept, not how many vectors: no paper value, the count we derive
+    # from its words in the statement
     assert {k: (c.paper_value, c.ours, c.verdict) for k, c in rows.items()} == {
-        "fedsum.memory.fedsum_b": (101.0, 101.0, "held"),
-        "fedsum.memory.fedsum": (101.0, 101.0, "held"),
-        "fedsum.memory.fedsum_cr": (201.0, 201.0, "held"),
-        "fedsum.memory.scaffold": (101.0, 101.0, "held"),
+        "fedsum.memory.fedsum_b": (None, 101.0, "held"),
+        "fedsum.memory.fedsum": (None, 101.0, "held"),
+        "fedsum.memory.fedsum_cr": (None, 201.0, "held"),
+        "fedsum.memory.scaffold": (None, 101.0, "held"),
     }
+    assert "(2, 1, 1), so 201 vectors for the paper's N = 100 clients (our count from its" in (
+        rows["fedsum.memory.fedsum_cr"].claim
+    )
     # FedSUM's memory is SCAFFOLD's; FedSUM-CR keeps one more vector and one scalar per client
     assert fc.memory_count("fedsum") == fc.memory_count("scaffold") == (1.0, 1.0, 0.0)
     assert fc.memory_count("fedsum_cr") == (2.0, 1.0, 1.0)
@@ -372,6 +446,28 @@ def test_the_memory_rows_count_the_implementations_state_and_can_fail(monkeypatc
     monkeypatch.setattr(FedSUM, "state_dict", lambda self: {"odd": torch.zeros(5)})
     with pytest.raises(ValueError, match="fedsum: state 'odd' of shape \\(5,\\) is not countable"):
         fc.memory_count("fedsum")
+
+
+def test_the_bound_rows_test_the_lemmas_as_stated_and_mark_our_extensions(monkeypatch):
+    rows = {c.key: c for c in fc.delay_claims("smoke")}
+    # AoI Policy 1 draws what P1 draws: one row, not two
+    assert "fedsum.lemf1.aoi_random" not in rows and "fedsum.lemf1.p1" in rows
+    # the cases the paper does not state are ours: no paper value, our bound in the statement
+    policy2 = 1 - (1 - 1 / 100) ** 20
+    for key, delta in (("lemf2.p3_period20", 0.2 * 0.4), ("lemf2.aoi_probabilistic", policy2)):
+        row = rows[f"fedsum.{key}"]
+        assert row.kind == "ours" and row.paper_value is None and row.ref.endswith("(ours)")
+        assert row.claim.startswith(f"{OURS_TAG} Lemma F.2's proof extended to a case the paper")
+        assert f", {delays.bernoulli_bound(delta, 100, 200):.2f} here, for the " in row.claim
+    assert all(rows[k].kind == "arithmetic" for k in ("fedsum.lemf2.p3", "fedsum.lemf2.biased"))
+    # Lemma F.3 as stated, a bound on E[tau_max]; its proof's tighter sure bound in the spread
+    reshuffled = rows["fedsum.lemf3.reshuffled"]
+    assert reshuffled.paper_value == 20 and reshuffled.claim.startswith("E[tau_max] <= 4N/S ")
+    assert reshuffled.spread.endswith("2 floor(N/S) = 10: within it in every seed")
+    monkeypatch.setattr(delays, "reshuffled_cyclic_proof_bound", lambda n, s: 5)
+    tight = next(c for c in fc.delay_claims("smoke") if c.key == "fedsum.lemf3.reshuffled")
+    assert tight.spread.endswith("2 floor(N/S) = 5: above it in a seed")
+    assert tight.verdict == "held"  # the lemma's statement still holds
 
 
 def test_the_tau_row_checks_that_delays_fall_as_p_grows(monkeypatch):
@@ -443,7 +539,9 @@ def test_every_claim_and_every_app_f_bound_has_a_row(committed):
         assert committed[f"fedsum.lemf2.p{q}"].paper_value == delays.bernoulli_bound(
             float(q.replace("_", ".")), n, t
         )
-    assert committed["fedsum.lemf3.reshuffled"].paper_value == 10
+    assert committed["fedsum.lemf3.reshuffled"].paper_value == 20  # 4N/S, as the lemma states
+    reshuffled = committed["fedsum.lemf3.reshuffled"].spread
+    assert "2 floor(N/S) = 10: within it in every seed" in reshuffled
     assert committed["fedsum.lemf4.cyclic"].paper_value == 10
     assert committed["fedsum.lemf4.cyclic"].ours == 4  # N/S - 1, every seed
     # the bounds are loose: every one holds on the committed traces
@@ -461,7 +559,7 @@ def test_the_committed_verdicts_are_the_notebooks(committed):
         "iii": "held, 2/2",
         "iv": "inconclusive at this budget, 0/2",
         "v": "held, 12/12",
-        "viii": "held, 4/4",
+        "viii": "held, 2/2",
         "cr": "held, 6/6",
         "delays.patterns": "inconclusive at this budget, 0/2",
         "delays.p": "inconclusive at this budget, 0/2",
@@ -470,12 +568,12 @@ def test_the_committed_verdicts_are_the_notebooks(committed):
         row = committed[f"fedsum.claim_{claim}.long"]
         assert row.verdict == "inconclusive at this budget", (claim, row.verdict)
         assert f"by the criterion {criterion} parts held" in row.spread, (claim, row.spread)
-        assert "logistic regression, not the paper's CNN" in row.spread
+        assert "not met (model: ours logistic regression, the paper's CNN" in row.spread
         assert row.printed_as and row.notebook.startswith("17_")
         # the paper's CNN at 20-40 of its 2000 rounds decides nothing
         assert committed[f"fedsum.claim_{claim}.cnn"].verdict == "inconclusive at this budget"
-    assert "not App. H.5's constant 0.1" in committed["fedsum.claim_v.long"].spread
-    assert "not App. H.5" not in committed["fedsum.claim_cr.long"].spread
+    assert "the paper's constant 0.1 (App. H.5)" in committed["fedsum.claim_v.long"].spread
+    assert "App. H.5" not in committed["fedsum.claim_cr.long"].spread
     # (iv)'s endpoint has no power on the convex model; the horizon mean separates p = 0.05
     assert (
         "so the horizon mean separates p = 0.05 (0.2977-0.2979) from p >= 0.1 (0.2896-0.2923)"
@@ -492,4 +590,15 @@ def test_the_committed_verdicts_are_the_notebooks(committed):
     small = committed["fedsum.claim_v.small_batch"]
     assert small.verdict == "inconclusive" and small.spread.startswith("not run")
     assert committed["fedsum.claim_iv.tau"].verdict == "held"
-    assert all(committed[f"fedsum.comm.{a}"].verdict == "held" for a in fc.PAPER_COMMUNICATION)
+    # sent per active client and round: in process the paper's counts; Flower's replies carry
+    # the client's model besides delta_i (FedSUM's family) or u_i (SCAFFOLD)
+    rows = {a: committed[f"fedsum.comm.{a}"] for a in fc.PAPER_COMMUNICATION}
+    sent = {a: (c.verdict, c.ours) for a, c in rows.items()}
+    assert sent == {
+        "fedsum_b": ("not held", 3.0),
+        "fedsum": ("not held", 4.0),
+        "fedsum_cr": ("not held", 3.0),
+        "scaffold": ("not held", 4.0),
+        "fedavg": ("held", 2.0),
+    }
+    assert "in process (2, 1), Flower (2, 2)" in committed["fedsum.comm.fedsum"].spread

@@ -30,7 +30,7 @@ def test_notebook_14_checks_hold_on_the_cpu_traces():
     table, verdicts = traces.pattern_table("cpu"), fc.bound_table("cpu")
     assert checks.delay_patterns(table, verdicts, "cpu") == [
         "checks passed: closed forms of the cyclic and Markov patterns, bounds, mean |S_t|, 15 "
-        "patterns, 13 verdicts on the same traces, the Reading's verdicts and comparisons"
+        "patterns, 12 verdicts on the same traces, the Reading's verdicts and comparisons"
     ]
     # a bound below a seed's tau_max (reshuffled cyclic: 8 in every seed) fails
     low = table.copy()
@@ -62,6 +62,11 @@ def test_notebook_15_checks_hold_on_the_committed_runs(fig4):
     # a partition that misses a sample fails; so does a run with a non-finite metric
     with pytest.raises(AssertionError, match="not 100 clients with the 60001 training samples"):
         checks.mnist_panel(summaries, histogram, n_train + 1, "cpu")
+    # a run whose unit is not what its method sends in the trainer (measured now) fails
+    recounted = list(summaries)
+    recounted[0] = dataclasses.replace(recounted[0], communication=(3, 1))
+    with pytest.raises(AssertionError, match=r"runs record \{.*\} vectors \(down, up\); the"):
+        checks.mnist_panel(recounted, histogram, n_train, "cpu")
     broken = list(summaries)
     accuracy = broken[5].test_accuracy.copy()
     accuracy[3] = np.nan

@@ -220,7 +220,9 @@ def test_reshuffled_cyclic_delays_within_their_closed_form_range(n, s, seed):
     for t, tau in enumerate(got):
         lo, hi = delays.reshuffled_cyclic_delay_range(n, s, t)
         assert lo <= tau <= hi
-    assert got.max() <= 2 * m - 2 <= delays.reshuffled_cyclic_bound(n, s)  # Lemma F.3
+    # within Lemma F.3's proof's sure bound, hence its statement's bound on E[tau_max]
+    assert got.max() <= 2 * m - 2 <= delays.reshuffled_cyclic_proof_bound(n, s)
+    assert delays.reshuffled_cyclic_proof_bound(n, s) <= delays.reshuffled_cyclic_bound(n, s)
     if m > 1:
         assert got.max() == 2 * m - 2  # reached within 400 rounds with these seeds
 
@@ -230,8 +232,10 @@ def test_paper_bounds_numbers():
     assert delays.uniform_bound(100, 20, 2000) == pytest.approx(20 * math.log(2e5))
     assert delays.bernoulli_bound(0.2, 100, 2000) == pytest.approx(20 * math.log(2e5))
     assert delays.bernoulli_bound(0.001, 1, 10) == pytest.approx(4000 * math.log(1000))
-    assert delays.reshuffled_cyclic_bound(100, 20) == 10
-    assert delays.reshuffled_cyclic_bound(100, 30) == 6
+    assert delays.reshuffled_cyclic_bound(100, 20) == 20  # Lemma F.3: 4N/S
+    assert delays.reshuffled_cyclic_bound(100, 30) == pytest.approx(40 / 3)
+    assert delays.reshuffled_cyclic_proof_bound(100, 20) == 10  # its proof: 2 floor(N/S)
+    assert delays.reshuffled_cyclic_proof_bound(100, 30) == 6
     assert delays.deterministic_cyclic_bound(100, 20) == 10
 
 

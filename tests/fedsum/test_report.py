@@ -20,7 +20,8 @@ def test_closed_forms_at_small_sizes(capsys):
     out = lines(capsys)
     assert out[:2] == [
         "deterministic cyclic, T = 4: tau_max = 1 (= m - 1 = 1), tau_avg = 1.0000",
-        "reshuffled cyclic: tau_max <= 2m - 2 = 2; Lemma F.3 bound 2 floor(N/S) = 4",
+        "reshuffled cyclic: tau_max <= 2m - 2 = 2; Lemma F.3: E[tau_max] <= 4N/S = 8 (its proof: "
+        "tau_max <= 2 floor(N/S) = 4)",
     ]
     assert out[2] == f"Lemma F.1 (uniform), T = 4: (4N/S) ln(NT) = {8 * math.log(40):.2f}"
     # (4/delta) max(ln NT, ln 1/delta): ln 40 > ln 20 for delta = 0.05
