@@ -330,3 +330,29 @@ def test_the_tally_table_is_markdown_with_a_row_per_group():
         f"| {claims.KINDS['ours']} | 0 | 0 | 0 |",
         "| all | 1 | 1 | 2 |",
     ]
+
+
+def test_the_log_log_slope_is_the_exponent_of_a_power_law():
+    t = np.array([10, 20, 40, 80])
+    assert claims.log_log_slope(t, 3.0 * t**-0.5) == pytest.approx(-0.5)
+    assert claims.log_log_slope(t, 2.0 / t) == pytest.approx(-1.0)
+    # a value that is not positive has no logarithm: no slope
+    assert np.isnan(claims.log_log_slope(t, [1.0, 0.5, 0.0, 0.1]))
+    assert np.isnan(claims.log_log_slope([10, 10], [1.0, 0.5]))  # one x
+    with pytest.raises(ValueError, match="xs and ys must be 1-d of one length"):
+        claims.log_log_slope(t, [1.0, 2.0])
+
+
+def test_capped_is_the_rule_a_row_with_those_conditions_applies():
+    unmet = claims.Condition("model", "the paper's CNN", "logistic regression")
+    met = claims.Condition("dataset", "MNIST", "MNIST")
+    assert claims.capped("held", [met]) == "held"
+    assert claims.capped("not held", [met, unmet]) == "inconclusive at this budget"
+    assert claims.capped("inconclusive", [unmet]) == "inconclusive"
+    assert claims.unmet([met, unmet]) == [unmet.text()]
+    row = claims.Claim(
+        "k", "aoi", "r", "c", None, 1.0, "", "inconclusive", "n", kind="experiment",
+        conditions=(unmet,),
+    )  # fmt: skip
+    # an undecided row keeps its verdict, and still says which condition its runs miss
+    assert row.verdict == "inconclusive" and row.spread == claims.unmet_reason([unmet.text()])

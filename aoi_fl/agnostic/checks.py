@@ -39,7 +39,7 @@ from aoi_fl.agnostic.experiments import (
     task_sizes,
     tau_label,
 )
-from aoi_fl.pipeline import paired, runs
+from aoi_fl.pipeline import claims, paired, runs
 
 
 def check_participation(process: ar.Participation) -> None:
@@ -125,7 +125,7 @@ def check_claims_table(claim_table: pd.DataFrame, table: pd.DataFrame, seeds: in
         part = g[(g.task == task) & (g.protocol == protocol) & (g.rule == rule)]
         name = f"{measure} {task} {protocol} {rule}"
         conditions = ar.task_conditions(task, table.loc[table.task == task, "model"])
-        assert row["verdict"] == ar.scoped(row["criterion verdict"], conditions), name
+        assert row["verdict"] == claims.capped(row["criterion verdict"], conditions), name
         assert row["diverged"] == part["diverged"].sum(), name
         if row["diverged"]:
             assert row["criterion verdict"] == "inconclusive" and np.isnan(row["95% low"]), name
@@ -340,7 +340,7 @@ def check_rate(tuning: pd.DataFrame, table: pd.DataFrame, rate: ar.Rate, configs
         sides = {"held": i.high < bound, "not held": i.low > bound}
         expected = next((v for v, side in sides.items() if side), "inconclusive at this budget")
         assert rate.criterion == expected, (rate.criterion, i, bound)
-    assert rate.verdict == ar.scoped(rate.criterion, ar.rate_conditions(configs)), rate
+    assert rate.verdict == claims.capped(rate.criterion, ar.rate_conditions(configs)), rate
 
 
 def check_rate_reading(tuning: pd.DataFrame, table: pd.DataFrame, rate: ar.Rate) -> None:
@@ -464,7 +464,7 @@ def check_fig2_reading(
             -1 <= low <= high <= 1
             and t["seeds"] == seeds
             and t["points"] == len(ps) * seeds
-            and t["verdict"] == ar.scoped(criterion, conditions)
+            and t["verdict"] == claims.capped(criterion, conditions)
             and {
                 "held": low > 0 and not t["diverged"],
                 "not held": high < 0 and not t["diverged"],

@@ -32,7 +32,6 @@ reason.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any
 
@@ -46,13 +45,11 @@ from aoi_fl.core.registry import style
 from aoi_fl.core.validation import require_choice
 from aoi_fl.pipeline import paired, runs
 from aoi_fl.pipeline.claims import (
-    UNDECIDED,
     VERDICT_GROUP,
     Claim,
     Untested,
     interval_verdict,
     row_kind,
-    scoped_verdict,
 )
 from aoi_fl.pipeline.profiles import PROFILES
 
@@ -100,16 +97,9 @@ ARITHMETIC = ("agnostic.lemma1.", "agnostic.sec4.skew", "agnostic.thm4.")
 
 
 def _row(key: str, *fields: Any, kind: str | None = None, conditions=()) -> Claim:
-    """A Claim of this paper; ``kind`` by :func:`row_kind` unless given. A row its runs left
-    undecided (:data:`UNDECIDED`: missing or diverged runs) keeps its verdict under the shared
-    rule, which then gives no reason; where it also misses a stated condition its spread says
-    so, in the shared rule's words, as every row that misses one does."""
+    """A Claim of this paper; ``kind`` by :func:`row_kind` unless given."""
     kind = kind or row_kind(key, fields[1], ARITHMETIC)
-    claim = Claim(key, "agnostic", *fields, kind=kind, conditions=tuple(conditions))
-    if claim.unmet and claim.verdict in UNDECIDED:
-        reason = scoped_verdict("inconclusive at this budget", claim.unmet)[1]
-        claim = dataclasses.replace(claim, spread=f"{claim.spread}; {reason}")
-    return claim
+    return Claim(key, "agnostic", *fields, kind=kind, conditions=tuple(conditions))
 
 
 def _cached(configs: list, results_dir: str) -> tuple[list, list, int]:

@@ -17,7 +17,7 @@ implies is not convex; Theorem 4's assumptions) states it as a
 :class:`aoi_fl.pipeline.claims.Condition` built from the runs' configurations
 (:func:`task_conditions`, :func:`rate_conditions`). A table keeps the criterion's verdict in
 ``criterion verdict`` and prints in ``verdict`` what the ledger's one out-of-regime rule makes of
-it (:func:`scoped`, the rule a ledger row with those conditions applies), so both agree.
+it (:func:`capped`, the rule a ledger row with those conditions applies), so both agree.
 
 Theorem 4's O(1/sqrt(T)) rate is read from the runs of :func:`experiments.rate_grid`: the
 optimality gap of the averaged iterate at each horizon T (:func:`rate_table`), its log-log slope
@@ -61,9 +61,10 @@ from aoi_fl.pipeline import paired
 from aoi_fl.pipeline.claims import (
     DIVERGENCE_FACTOR,
     Condition,
+    capped,
     diverged,
     horizon_mean,
-    scoped_verdict,
+    log_log_slope,
     sign_verdict,
 )
 
@@ -100,13 +101,6 @@ def task_conditions(task: str, models: Any = None) -> tuple[Condition, ...]:
         return ()
     names = sorted(set([TASKS[task]["model"]["name"]] if models is None else models))
     return (Condition(f"MNIST model ({', '.join(names)})", PAPER_MNIST_MODEL, convexity(names)),)
-
-
-def scoped(verdict: str, conditions: Any) -> str:
-    """``verdict`` under the ledger's one out-of-regime rule
-    (:func:`aoi_fl.pipeline.claims.scoped_verdict`) for ``conditions``: the verdict a ledger row
-    with these conditions shows, printed by the tables so that the two agree."""
-    return scoped_verdict(verdict, [c.text() for c in conditions if not c.met])[0]
 
 
 def _conditions_by_task(table: pd.DataFrame) -> dict[str, tuple[Condition, ...]]:
@@ -251,7 +245,7 @@ def trend_table(points: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
     weighted rule ends higher (``weighted_worse``), how many points come from a pair with a
     diverged run (``diverged``) and the ``criterion verdict``, :func:`trend_verdict` of rho's
     interval, "inconclusive" where a point comes from a diverged run (its converged loss is not
-    the rule's); ``verdict``: the criterion's under the task's conditions (:func:`scoped`).
+    the rule's); ``verdict``: the criterion's under the task's conditions (:func:`capped`).
 
     A (task, rule) with fewer than 2 skews or 2 seeds has no trend and no row (the smoke
     profile: one temperature, one seed)."""
@@ -273,7 +267,7 @@ def trend_table(points: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
                     "weighted_worse": float((pts["gap_p"] > 0).mean()),
                     "diverged": bad,
                     "criterion verdict": criterion,
-                    "verdict": scoped(criterion, conditions[task]),
+                    "verdict": capped(criterion, conditions[task]),
                 }
             )
     columns = ["task", "rule", "rho", "rho_low", "rho_high", "slope", "slope_low", "slope_high"]
@@ -392,7 +386,7 @@ def fig1_claims_table(
     Columns: in how many converged pairs agnostic FedAvg is lower, the mean gap weighted -
     agnostic, its 95% t interval over the paired seeds, the mean relative gap (weighted -
     agnostic) / agnostic, how many pairs have a diverged run, :func:`outperform_verdict`
-    (``criterion verdict``) and the verdict under the task's conditions (:func:`scoped`).
+    (``criterion verdict``) and the verdict under the task's conditions (:func:`capped`).
 
     ``table``: :func:`run_table` of :func:`experiments.figure1_grid`'s runs. The index starts
     with the measure; print it with ``to_string(sparsify=False)``: the ledger finds each row's
@@ -424,7 +418,7 @@ def fig1_claims_table(
                 else float("nan"),
                 "diverged": int(bad.sum()),
                 "criterion verdict": verdict,
-                "verdict": scoped(verdict, conditions[task]),
+                "verdict": capped(verdict, conditions[task]),
             }
         )
     # notebook 09's panel order: task, its default protocol first, then the rules
@@ -465,7 +459,7 @@ def fig1_contrast_table(table: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.Data
     task (under :data:`experiments.DEFAULT_PROTOCOL`) and :func:`contrast_verdict` on the linear
     regression's being larger ("inconclusive" where a pair has a diverged run), the ``criterion
     verdict``, and ``verdict``: the criterion's under :func:`contrast_conditions`
-    (:func:`scoped`). Eq. 10 as printed has no converged gap on MNIST: left out."""
+    (:func:`capped`). Eq. 10 as printed has no converged gap on MNIST: left out."""
     conditions = contrast_conditions(table)
     g = gaps(table, rules)
     g = g.assign(relative=g["gap_p"] / g["agnostic_p"])
@@ -488,7 +482,7 @@ def fig1_contrast_table(table: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.Data
                 "95% low": low,
                 "95% high": high,
                 "criterion verdict": verdict,
-                "verdict": scoped(verdict, conditions),
+                "verdict": capped(verdict, conditions),
             }
         )
     return pd.DataFrame(rows).set_index("rule")
@@ -770,17 +764,6 @@ def tuned_step_constant(table: pd.DataFrame) -> float:
     return float(chosen[0]) if len(chosen) else float("nan")
 
 
-def log_log_slope(horizons: Any, gaps: Any) -> float:
-    """The least-squares slope of log gap on log T; NaN when a gap is not positive and finite
-    or there are fewer than 2 horizons (the rate of a power law gap = a T^slope)."""
-    t, g = np.asarray(horizons, dtype=float), np.asarray(gaps, dtype=float)
-    if t.shape != g.shape or t.ndim != 1:
-        raise ValueError(f"horizons and gaps must be 1-d of one length, got {t.shape}, {g.shape}")
-    if np.unique(t).size < 2 or not (np.isfinite(g).all() and (g > 0).all()):
-        return float("nan")
-    return float(np.polyfit(np.log(t), np.log(g), 1)[0])
-
-
 def rate_slopes(table: pd.DataFrame) -> pd.Series:
     """Per seed of the rate grid's :func:`rate_table`: :func:`log_log_slope` of its gaps."""
     return table.groupby("seed").apply(
@@ -813,7 +796,7 @@ def rate_verdict(
 class Rate(NamedTuple):
     """Theorem 4's check on the rate grid: the per-seed ``slopes``, their t ``interval`` (None
     without one), the ``criterion`` verdict (:func:`rate_verdict`), the ``verdict`` under the
-    theorem's ``conditions`` (:func:`rate_conditions`, :func:`scoped`)."""
+    theorem's ``conditions`` (:func:`rate_conditions`, :func:`capped`)."""
 
     slopes: pd.Series
     interval: paired.PairedInterval | None
@@ -827,7 +810,7 @@ def theorem4_rate(configs: Any, table: pd.DataFrame) -> Rate:
     slopes = rate_slopes(table)
     criterion, interval = rate_verdict(slopes, diverged_run=bool(table["diverged"].any()))
     conditions = rate_conditions(configs)
-    return Rate(slopes, interval, criterion, scoped(criterion, conditions), conditions)
+    return Rate(slopes, interval, criterion, capped(criterion, conditions), conditions)
 
 
 def rate_text(rate: Rate) -> str:

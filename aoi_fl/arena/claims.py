@@ -5,7 +5,8 @@ target in fewer rounds" than a reference. A tier is read as one family of compar
 comparison it was run to make on rounds to target, Holm-adjusted at a family-wise error of 5%
 (:func:`aoi_fl.arena.results.holm_family`). The screen, exploratory, looked at everything: its
 family is every comparison its tables make (each policy against each reference,
-:data:`aoi_fl.arena.experiments.REFERENCES`, under each availability model: 130). The confirm
+:data:`aoi_fl.arena.experiments.REFERENCES`, under each availability model, the two references
+against each other once: 125). The confirm
 tier was run to test fixed hypotheses: its family is those, every entrant against uniform under
 both of its models, and the calibrated Policy 3 against the paper's (:data:`CONFIRM_FAMILY`:
 18). A row quotes its interval at the level Holm's step used for it. The verdict of a
@@ -52,6 +53,9 @@ def family(frame: pd.DataFrame, hypotheses: tuple | None = None) -> pd.DataFrame
     every comparison of :func:`aoi_fl.arena.results.comparisons`, or those of ``hypotheses``
     (a reference name: every policy against it; a (policy, reference) pair: that one)."""
     table = ar.comparisons(frame, "rounds") if len(frame) else pd.DataFrame()
+    if not table.empty:  # one reference against the other is one test, not two
+        pairs = [frozenset(p) for p in zip(table.policy, table.reference, strict=True)]
+        table = table[~pd.DataFrame({"a": table.availability, "p": pairs}).duplicated().to_numpy()]
     if hypotheses is not None and not table.empty:
         keep = pd.Series(False, index=table.index)
         for h in hypotheses:

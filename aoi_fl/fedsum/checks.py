@@ -21,6 +21,7 @@ from aoi_fl.fedsum import claims as fc
 from aoi_fl.fedsum import costs, delays, traces
 from aoi_fl.fedsum import experiments as fx
 from aoi_fl.fedsum import results as fr
+from aoi_fl.pipeline import claims
 from aoi_fl.pipeline.claims import VERDICTS
 
 
@@ -77,7 +78,7 @@ def budget_rule(table: pd.DataFrame, rounds: int) -> None:
     paper's T = 2000, undecided (by the budget, or, with runs missing, by no budget)."""
     horizon = [fc.horizon(rounds)]
     assert (table["rounds"] == rounds).all() and (
-        table["verdict"] == [fc.capped(v, horizon) for v in table["by the criterion"]]
+        table["verdict"] == [claims.capped(v, horizon) for v in table["by the criterion"]]
     ).all(), f"verdicts {table['verdict'].to_dict()} at {rounds} rounds"
     if rounds < fx.PAPER_ROUNDS:
         assert table["verdict"].isin(["inconclusive at this budget", "inconclusive"]).all(), (
@@ -530,7 +531,7 @@ def long_panel(results: Mapping[str, Sequence[Any]], profile: str) -> list[str]:
         assert (by == "held") == (parts > 0 and held == parts), (
             f"{claim}: verdict {by!r} with {held}/{parts} parts held"
         )
-        unmet = [c.text() for c in fc.long_conditions(claim, profile) if not c.met]
+        unmet = claims.unmet(fc.long_conditions(claim, profile))
         assert row["verdict"] == (
             "inconclusive at this budget" if unmet and by != "inconclusive" else by
         ), f"{claim}: verdict {row['verdict']!r}, by the criterion {by!r}, unmet {unmet}"

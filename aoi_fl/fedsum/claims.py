@@ -56,8 +56,9 @@ from aoi_fl.pipeline.claims import (
     Claim,
     Condition,
     Untested,
+    capped,
     row_kind,
-    scoped_verdict,
+    unmet,
 )
 
 #: the one-sided level of the confidence limit of mean tau_max against a bound on E[tau_max]
@@ -673,13 +674,6 @@ def long_conditions(claim: str, profile: str) -> tuple[Condition, ...]:
     return tuple(out)
 
 
-def capped(verdict: str, conditions: Sequence[Condition]) -> str:
-    """The verdict a ledger row with these ``conditions`` shows for a criterion's ``verdict``
-    (the shared rule, :func:`aoi_fl.pipeline.claims.scoped_verdict`, which the row applies
-    itself): what notebooks 15-17 print beside the criterion's."""
-    return scoped_verdict(verdict, [c.text() for c in conditions if not c.met])[0]
-
-
 def cnn_verdicts(summaries: Sequence[fx.RunSummary], figure: str, profile: str) -> pd.DataFrame:
     """The claims of :data:`CLAIMS` that the CNN panel ``figure`` of notebooks 15-16 tests,
     from its ``summaries``: :func:`~aoi_fl.fedsum.results.all_claims` (criterion, numbers,
@@ -754,9 +748,7 @@ def long_verdicts(summaries: Sequence[fx.RunSummary], profile: str) -> pd.DataFr
     table = fr.all_claims(summaries, last=LAST["long"][profile]).loc[list(CLAIMS)]
     table = table.rename(columns={"verdict": "by the criterion"})
     conditions = {claim: long_conditions(claim, profile) for claim in table.index}
-    table["unmet"] = [
-        "; ".join(c.text() for c in conditions[claim] if not c.met) for claim in table.index
-    ]
+    table["unmet"] = ["; ".join(unmet(conditions[claim])) for claim in table.index]
     table["verdict"] = [
         capped(by, conditions[claim]) for claim, by in table["by the criterion"].items()
     ]

@@ -49,6 +49,7 @@ from aoi_fl.pipeline.claims import (
     combine_verdicts,
     horizon_mean,
     interval_verdict,
+    log_log_slope,
     rounds_to_level,
     row_kind,
     scoped_verdict,
@@ -236,14 +237,6 @@ def _grid_seeds(per_seed: Mapping[Any, Mapping[int, float]]) -> list[int]:
     return sorted(set.intersection(*sets)) if sets else []
 
 
-def log_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """Least-squares slope of log y on log x (NaN if a y is not positive)."""
-    ys = np.asarray(ys, dtype=float)
-    if not (np.isfinite(ys).all() and ys.min() > 0):
-        return float("nan")
-    return float(np.polyfit(np.log(np.asarray(xs, dtype=float)), np.log(ys), 1)[0])
-
-
 def k_trend_verdict(per_seed: Mapping[int, Mapping[int, float]], claim: str) -> tuple[str, str]:
     """(verdict, spread) of ``claim`` "falls" or "rises" with K, from {K: {seed: value}} (K in
     increasing order).
@@ -267,7 +260,7 @@ def k_trend_verdict(per_seed: Mapping[int, Mapping[int, float]], claim: str) -> 
         first, last = means[0], means[-1]
         moves = "falls" if last < first else "rises"
         factor = max(first, last) / min(first, last) if min(first, last) > 0 else float("nan")
-        slope = log_slope(ks, means)
+        slope = log_log_slope(ks, means)
         return "inconclusive at this budget", (
             f"one seed per K: {moves} {factor:.3g}x over K = {ks[0]}-{ks[-1]} ({values}), "
             f"log-log slope {slope:.3g}; no interval from one seed"
@@ -294,7 +287,7 @@ def k_rate_verdict(
     seeds = _grid_seeds(per_seed)
     if len(ks) < 2 or not seeds:
         return "inconclusive", float("nan"), f"{len(ks)} K, {len(seeds)} common seed(s)"
-    slopes = np.array([log_slope(ks, [per_seed[k][s] for k in ks]) for s in seeds])
+    slopes = np.array([log_log_slope(ks, [per_seed[k][s] for k in ks]) for s in seeds])
     if not np.isfinite(slopes).all():
         return "inconclusive", float("nan"), "a value is not positive: no log-log slope"
     mean = float(slopes.mean())
@@ -1118,7 +1111,7 @@ def _baseline_slopes(per_name: Mapping[str, Mapping[int, Mapping[int, float]]], 
     parts, none = [], []
     for name, per_k in per_name.items():
         seeds = _grid_seeds(per_k)
-        slopes = [log_slope(list(per_k), [per_k[k][s] for k in per_k]) for s in seeds]
+        slopes = [log_log_slope(list(per_k), [per_k[k][s] for k in per_k]) for s in seeds]
         slope = float(np.mean(slopes)) if slopes else float("nan")
         if not np.isfinite(slope):
             none.append(name)

@@ -144,17 +144,17 @@ class Claim:
                 f"{self.key}: the statement of a row of kind {self.kind!r} carries "
                 f"{OURS_TAG!r}; such a row is kind 'ours'"
             )
-        verdict, reason = scoped_verdict(self.verdict, self.unmet)
-        if reason:
-            object.__setattr__(self, "verdict", verdict)
-            object.__setattr__(
-                self, "spread", f"{self.spread}; {reason}" if self.spread else reason
-            )
+        if self.unmet:  # capped when decided; said either way
+            object.__setattr__(self, "verdict", scoped_verdict(self.verdict, self.unmet)[0])
+            reason = unmet_reason(self.unmet)
+            if reason not in self.spread:
+                spread = f"{self.spread}; {reason}" if self.spread else reason
+                object.__setattr__(self, "spread", spread)
 
     @property
     def unmet(self) -> list[str]:
-        """The stated conditions our runs miss, in words."""
-        return [c.text() for c in self.conditions if not c.met]
+        """The stated conditions our runs miss, in words (:func:`unmet`)."""
+        return unmet(self.conditions)
 
     @property
     def difference(self) -> float | None:
@@ -245,9 +245,38 @@ def scoped_verdict(verdict: str | None, unmet: Sequence[str]) -> tuple[str | Non
     out-of-regime rows."""
     if not unmet or verdict is None or verdict in UNDECIDED:
         return verdict, ""
-    return "inconclusive at this budget", (
+    return "inconclusive at this budget", unmet_reason(unmet)
+
+
+def unmet_reason(unmet: Sequence[str]) -> str:
+    """The words of :func:`scoped_verdict`'s reason for the conditions ``unmet``."""
+    return (
         f"the claim's conditions are not met ({'; '.join(unmet)}), so these runs cannot decide it"
     )
+
+
+def unmet(conditions: Iterable[Condition]) -> list[str]:
+    """The ``conditions`` our runs miss, in words."""
+    return [c.text() for c in conditions if not c.met]
+
+
+def capped(verdict: str | None, conditions: Iterable[Condition]) -> str | None:
+    """The verdict a row with these ``conditions`` shows for a criterion's ``verdict``: the one
+    rule (:func:`scoped_verdict`), which :class:`Claim` applies itself; for the tables a
+    notebook prints beside its rows, so that the two agree."""
+    return scoped_verdict(verdict, unmet(conditions))[0]
+
+
+def log_log_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """The least-squares slope of log y on log x: the exponent of a power law y = a x^slope (a
+    rate claim's measure); NaN when a y is not positive and finite or there are fewer than 2
+    distinct x."""
+    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"xs and ys must be 1-d of one length, got {x.shape}, {y.shape}")
+    if np.unique(x).size < 2 or not (np.isfinite(y).all() and (y > 0).all()):
+        return float("nan")
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 
 def combine_verdicts(verdicts: Iterable[str]) -> str:

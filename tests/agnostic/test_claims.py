@@ -18,7 +18,7 @@ from aoi_fl.agnostic import claims as ac
 from aoi_fl.agnostic import experiments as ax
 from aoi_fl.agnostic import results as ar
 from aoi_fl.agnostic import samplers as participation
-from aoi_fl.pipeline.claims import OURS_TAG, VERDICTS, Claim
+from aoi_fl.pipeline.claims import OURS_TAG, VERDICTS, Claim, capped
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -171,8 +171,8 @@ def test_a_convex_mnist_model_caps_the_mnist_rows_by_the_shared_rule():
     assert all(c.met for c in ar.task_conditions("mnist", [NON_CONVEX]))
     # the linear regression is the paper's convex task: no condition; undecided verdicts stay
     assert ar.task_conditions("linear_regression") == ()
-    assert ar.scoped("inconclusive", conditions) == "inconclusive"
-    assert ar.scoped("not held", conditions) == "inconclusive at this budget"
+    assert capped("inconclusive", conditions) == "inconclusive"
+    assert capped("not held", conditions) == "inconclusive at this budget"
     # by default the configured model: ours is the convex logistic regression
     (default,) = ar.task_conditions("mnist")
     assert not default.met and default.paper == ar.PAPER_MNIST_MODEL
@@ -443,15 +443,7 @@ def _rate_table(exponent, seeds=5, horizons=(20, 40, 80, 160, 320, 640, 1280), n
     return pd.DataFrame(rows)
 
 
-def test_the_log_log_slope_is_the_exponent_of_a_power_law():
-    t = np.array([10, 20, 40, 80])
-    assert ar.log_log_slope(t, 3.0 * t**-0.5) == pytest.approx(-0.5)
-    assert ar.log_log_slope(t, 2.0 / t) == pytest.approx(-1.0)
-    # a gap that is not positive (at or below the minimum) has no logarithm: no slope
-    assert np.isnan(ar.log_log_slope(t, [1.0, 0.5, 0.0, 0.1]))
-    assert np.isnan(ar.log_log_slope([10, 10], [1.0, 0.5]))  # one horizon
-    with pytest.raises(ValueError, match="horizons and gaps must be 1-d of one length"):
-        ar.log_log_slope(t, [1.0, 2.0])
+def test_the_rate_slopes_are_each_seeds_log_log_slope():
     slopes = ar.rate_slopes(_rate_table(-0.5, noise=0.0))
     assert list(slopes.index) == list(range(5)) and np.allclose(slopes, -0.5)
 

@@ -60,7 +60,9 @@ def test_the_correction_can_undo_a_comparison_decided_on_its_own():
     table = pd.DataFrame({"p_value": [0.01] + [0.5] * 129, "mean": [-1.0] * 130})
     table = ar.holm_family(table)
     assert table["p_holm"].iloc[0] == pytest.approx(1.0)
-    assert table["holm_level"].iloc[0] == pytest.approx(1 - 0.05 / 130)
+    assert table["holm_level"].iloc[0] == pytest.approx(
+        1 - 0.05 / 130
+    )  # a family of 130 made up here
     member = table.iloc[0].copy()
     member["censored"] = 0
     assert arc.side(member) == 0
