@@ -523,8 +523,8 @@ def long_panel(results: Mapping[str, Sequence[Any]], profile: str) -> list[str]:
     assert counts == expected, f"summaries per figure {counts}, planned {expected}"
     for figure, runs in results.items():
         runs_complete(runs, s["rounds"], figure)
-    claims = fc.long_verdicts([r for rs in results.values() for r in rs], profile)
-    for claim, row in claims.iterrows():
+    verdicts = fc.long_verdicts([r for rs in results.values() for r in rs], profile)
+    for claim, row in verdicts.iterrows():
         held, parts = map(int, row["parts held"].split("/"))
         by = row["by the criterion"]
         assert by in fr.VERDICTS, f"{claim}: verdict {by!r}"
@@ -544,18 +544,18 @@ def long_panel(results: Mapping[str, Sequence[Any]], profile: str) -> list[str]:
         "regression; paper trains the CNN)",
     )
     if profile == "cpu":
-        _long_reading(results, claims, fx.LAST["long"][profile])
+        _long_reading(results, verdicts, fx.LAST["long"][profile])
     return lines + [
         f"checks passed: {sum(map(len, results.values()))} runs (horizon, finite metrics, shared "
-        f"traces), {len(claims)} verdicts against their parts"
+        f"traces), {len(verdicts)} verdicts against their parts"
         + (", the Reading's verdicts and numbers" if profile == "cpu" else "")
     ]
 
 
-def _long_reading(results: Mapping[str, Sequence[Any]], claims: pd.DataFrame, last: int) -> None:
+def _long_reading(results: Mapping[str, Sequence[Any]], verdicts: pd.DataFrame, last: int) -> None:
     """The numbers of notebook 17's Reading (the ``cpu`` runs: logistic regression, T = 2000,
     2 paired seeds)."""
-    parts = claims["parts held"].to_dict()
+    parts = verdicts["parts held"].to_dict()
     assert parts == {
         "(i)": "6/18",
         "(ii)": "6/12",
@@ -571,7 +571,7 @@ def _long_reading(results: Mapping[str, Sequence[Any]], claims: pd.DataFrame, la
     # 0 and the pass mark); within a seed the patterns' horizon means within 1e-3 nats, while on
     # the p grid p = 0.05 is slowest in both seeds (loss horizon mean above every larger p's)
     for claim, expected in (("(delays.patterns)", "+0.4"), ("(delays.p)", "+0.3")):
-        loss_part = claims.loc[claim, "numbers"].split("; ")[0]
+        loss_part = verdicts.loc[claim, "numbers"].split("; ")[0]
         assert f", mean {expected}, 95% t interval [{expected}, {expected}]" in loss_part, (
             f"{claim}: {loss_part}"
         )
@@ -592,7 +592,7 @@ def _long_reading(results: Mapping[str, Sequence[Any]], claims: pd.DataFrame, la
     assert slowest > max(v for p, m in grid_means.items() if p != "p=0.05" for v in m), (
         f"(iv)/(delays.p): {grid_means}"
     )
-    by_part = {c: claims.loc[c, "numbers"].split("; ") for c in ("(i)", "(ii)")}
+    by_part = {c: verdicts.loc[c, "numbers"].split("; ") for c in ("(i)", "(ii)")}
     # (i): ahead of SCAFFOLD in the loss's horizon mean everywhere; behind it in accuracy under
     # P2 (not held), the rest undecided
     assert all(p.endswith("(held)") for p in by_part["(i)"] if "train_loss horizon" in p)
@@ -607,7 +607,7 @@ def _long_reading(results: Mapping[str, Sequence[Any]], claims: pd.DataFrame, la
         and all(p.endswith("(held)") for p in cr)
         and all(p.endswith("(not held)") for p in fs)
     ), f"(ii) parts {by_part['(ii)']}"
-    assert "fedsum_b" not in claims.loc["(ii)", "numbers"]
+    assert "fedsum_b" not in verdicts.loc["(ii)", "numbers"]
     # all nine methods within 0.006 nats and 0.15 points under every pattern; FedSUM's family
     # and SCAFFOLD below the other five in every seed, and steadier with MIFA and FedVARP
     table = fr.final_table([*results["long"], *results["long_cases"]], last=last)

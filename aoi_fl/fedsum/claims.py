@@ -176,10 +176,12 @@ class BoundCase(NamedTuple):
 def bound_cases(n: int, s: int, t: int) -> dict[str, BoundCase]:
     """Every App. F bound notebook 14 checks, in its order: key (``lemf<k>.<pattern>``, the
     ledger's ``fedsum.<key>``) -> :class:`BoundCase`. Lemma F.2 (Case 2 of Sec. 2.1: each
-    client active independently with p_i^t >= delta) covers P2, P3 with the paper's period 10
-    and App. H.8's biased sampling; its proof needs nothing more, so we extend it to P3 with
-    the FedAWE code's period 20 and to the AoI paper's Policy 2, cases the paper does not
-    state (rows of ours). AoI Policy 1 with equal sizes draws what P1 draws, so it has no case
+    client active independently with p_i^t >= delta, p_i^t free to vary in time) covers P2, P3
+    with the paper's period 10 and with the FedAWE code's period 20 alike, App. H.8's biased
+    sampling and the p grid; the AoI paper's Policy 2 draws its S clients with replacement, so
+    clients are not independent and the lemma's hypothesis fails, but its proof needs only
+    P(i active) >= delta each round: an extension of ours (a row of ours). AoI Policy 1 with
+    equal sizes draws what P1 draws, so it has no case
     of its own (notebook 14 shows it beside P1). The AoI policies come from the registry (the
     AoI paper registers them; :func:`plugins.load`)."""
     plugins.load()
@@ -215,7 +217,7 @@ def bound_cases(n: int, s: int, t: int) -> dict[str, BoundCase]:
             "P3 (sine, period 10, as the paper)",
             lambda seed: patterns.SineBernoulli(n, p, seed=seed),
             p3_low,
-            f"min p_i^t = {p3_low:g}",
+            f"the sine's floor {p3_low:g} <= min_t p_i^t",
             f", delta={p3_low:g}",
         ),
         "lemf2.p3_period20": bernoulli(
@@ -223,9 +225,8 @@ def bound_cases(n: int, s: int, t: int) -> dict[str, BoundCase]:
             "P3 (sine, period 20, as the FedAWE code)",
             lambda seed: patterns.SineBernoulli(n, p, period=20.0, seed=seed),
             p3_low,
-            f"min p_i^t = {p3_low:g}",
+            f"the sine's floor {p3_low:g} <= min_t p_i^t",
             f", delta={p3_low:g}",
-            ours=True,
         ),
         "lemf4.cyclic": BoundCase(
             "deterministic cyclic",
@@ -573,8 +574,9 @@ PAPER_MEMORY = {
     "scaffold": (
         (1, 1, 0),
         "Sec. 1.1, second contribution",
-        "FedSUM has SCAFFOLD's memory cost: SCAFFOLD keeps what FedSUM keeps (c_i on each "
-        "client, c on the server)",
+        "FedSUM has SCAFFOLD's memory cost: SCAFFOLD keeps what FedSUM keeps (c_i for each "
+        "client, c on the server; ours keeps the c_i table on the server, which moves the "
+        "vectors, not their number)",
     ),
 }
 #: the paper's federation (Sec. 5), at which a row's value counts the vectors kept

@@ -21,6 +21,7 @@ from aoi_fl.kvib import estimators
 from aoi_fl.kvib import experiments as kx
 from aoi_fl.kvib import results as kr
 from aoi_fl.pipeline import runs
+from aoi_fl.pipeline.claims import log_log_slope
 
 
 def _cpu_checks(profile: str, run: Callable[[], None], skipped: Mapping[str, str]) -> None:
@@ -314,7 +315,7 @@ def check_synthetic_reading(s: kr.SyntheticRuns) -> None:
     )
     kreg = s.by_k("regret")
     kvr = kreg.loc["kvib"]
-    slope = kc.log_slope(kvr.index, kvr)
+    slope = log_log_slope(kvr.index, kvr)
     assert np.all(np.diff(kvr.to_numpy()) < 0) and round(slope, 1) == -1.9, (
         f"K-Vib's regret by K {kvr.to_dict()}, log-log slope {slope:.2f}"
     )

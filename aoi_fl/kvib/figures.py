@@ -20,6 +20,7 @@ from aoi_fl.kvib import estimators
 from aoi_fl.kvib import experiments as kx
 from aoi_fl.kvib import results as kr
 from aoi_fl.pipeline import plotting
+from aoi_fl.pipeline.claims import log_log_slope
 from aoi_fl.pipeline.notebook import print_table
 
 #: Fig. 1's colours (by the closed forms' keys of :func:`aoi_fl.kvib.claims.example_3_1_mse`):
@@ -423,7 +424,7 @@ def print_synthetic_numbers(s: kr.SyntheticRuns) -> None:
     print(
         "Fig. 3(b): K-Vib's regret by K: "
         + ", ".join(f"K={k}: {v:.3g}" for k, v in kvr.items())
-        + f"; log-log slope {kc.log_slope(kvr.index, kvr):.2f} (Theorem 5.2's rate: -4/3)"
+        + f"; log-log slope {log_log_slope(kvr.index, kvr):.2f} (Theorem 5.2's rate: -4/3)"
     )
     g = s.gamma_table
     print(

@@ -452,14 +452,20 @@ def test_the_bound_rows_test_the_lemmas_as_stated_and_mark_our_extensions(monkey
     rows = {c.key: c for c in fc.delay_claims("smoke")}
     # AoI Policy 1 draws what P1 draws: one row, not two
     assert "fedsum.lemf1.aoi_random" not in rows and "fedsum.lemf1.p1" in rows
-    # the cases the paper does not state are ours: no paper value, our bound in the statement
+    # a sampler outside the lemma's hypothesis (Policy 2's draws are not independent) is ours:
+    # no paper value, our bound in the statement
     policy2 = 1 - (1 - 1 / 100) ** 20
-    for key, delta in (("lemf2.p3_period20", 0.2 * 0.4), ("lemf2.aoi_probabilistic", policy2)):
-        row = rows[f"fedsum.{key}"]
-        assert row.kind == "ours" and row.paper_value is None and row.ref.endswith("(ours)")
-        assert row.claim.startswith(f"{OURS_TAG} Lemma F.2's proof extended to a case the paper")
-        assert f", {delays.bernoulli_bound(delta, 100, 200):.2f} here, for the " in row.claim
-    assert all(rows[k].kind == "arithmetic" for k in ("fedsum.lemf2.p3", "fedsum.lemf2.biased"))
+    row = rows["fedsum.lemf2.aoi_probabilistic"]
+    assert row.kind == "ours" and row.paper_value is None and row.ref.endswith("(ours)")
+    assert row.claim.startswith(f"{OURS_TAG} Lemma F.2's proof extended to a case the paper")
+    assert f", {delays.bernoulli_bound(policy2, 100, 200):.2f} here, for the " in row.claim
+    # a period-20 sine is within Case 2 (p_i^t >= delta, free to vary in time) as the paper's
+    # period 10 is: the lemma's own statement, its bound the paper value
+    for key in ("fedsum.lemf2.p3", "fedsum.lemf2.p3_period20", "fedsum.lemf2.biased"):
+        assert rows[key].kind == "arithmetic" and rows[key].paper_value is not None, key
+    assert rows["fedsum.lemf2.p3_period20"].paper_value == pytest.approx(
+        delays.bernoulli_bound(0.2 * 0.4, 100, 200)
+    )
     # Lemma F.3 as stated, a bound on E[tau_max]; its proof's tighter sure bound in the spread
     reshuffled = rows["fedsum.lemf3.reshuffled"]
     assert reshuffled.paper_value == 20 and reshuffled.claim.startswith("E[tau_max] <= 4N/S ")
@@ -498,7 +504,10 @@ def test_without_cached_runs_every_training_row_is_inconclusive_and_says_why(tmp
     assert len(rows) == 2 * len(fc.CLAIMS) == 18
     for c in rows:
         assert c.verdict == "inconclusive", c
-        assert re.fullmatch(r"(\d+) of \1 runs not cached", c.spread), c.spread
+        # the runs are missing; the smoke horizon also misses the paper's, and the row says so
+        assert re.match(
+            r"(\d+) of \1 runs not cached(; the claim's conditions are not met|$)", c.spread
+        ), c.spread
         assert c.ours is None
 
 
