@@ -91,6 +91,17 @@ def project_onto_ball(params: Params, radius: float) -> None:
         v.mul_(scale.to(v.dtype).view(-1, *([1] * (v.dim() - 1))))
 
 
+def merged_sides(algorithm: Algorithm) -> list[str]:
+    """The in-process drivers (``client_start``, ``aggregate``) that ``algorithm`` overrides:
+    such a method runs its client and server in one step, so neither Flower (which runs the two
+    sides apart) nor a count of what one side sends the other can use it."""
+    return [
+        m
+        for m in ("client_start", "aggregate")
+        if getattr(type(algorithm), m) is not getattr(Algorithm, m)
+    ]
+
+
 def update_norms(global_params: Params, updates: ClientUpdates) -> np.ndarray:
     """||theta_i - theta||_2 over all parameters, per selected client (the default feedback)."""
     if updates.ids.size == 0:

@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from aoi_fl.core.algorithms import Algorithm, ClientUpdates
+from aoi_fl.core.algorithms import Algorithm, ClientUpdates, merged_sides
 from aoi_fl.pipeline.cache import ResultStore
 
 #: a tensor's or an array's shape, by name (a parameter's, or one of a message)
@@ -156,11 +156,7 @@ class _Watched(dict):
 def _sides_apart(algorithm: Algorithm) -> None:
     """ValueError unless ``algorithm`` runs its two sides through the base class's in-process
     drivers (``client_start``, ``aggregate``): only then are its messages seen."""
-    merged = [
-        m
-        for m in ("client_start", "aggregate")
-        if getattr(type(algorithm), m) is not getattr(Algorithm, m)
-    ]
+    merged = merged_sides(algorithm)
     if merged:
         raise ValueError(
             f"algorithm {algorithm.name!r} overrides {merged}, which run the client and the server "

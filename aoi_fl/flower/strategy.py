@@ -66,7 +66,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from flwr.supercore import log
 
-from aoi_fl.core.algorithms import Algorithm, ClientUpdates, FedAvg, update_norms
+from aoi_fl.core.algorithms import Algorithm, ClientUpdates, FedAvg, merged_sides, update_norms
 from aoi_fl.core.selection import Sampler, check_available_selection
 from aoi_fl.core.train import AVAILABILITY_KEY, FederatedTrainer
 from aoi_fl.core.validation import require_choice, require_real
@@ -145,11 +145,7 @@ class SamplerStrategy(Strategy):
                 f"algorithm must be an aoi_fl Algorithm, got {type(algorithm).__name__}"
             )
         # the in-process drivers run both sides at once: Flower runs the sides apart
-        merged = [
-            m
-            for m in ("client_start", "aggregate")
-            if getattr(type(algorithm), m) is not getattr(Algorithm, m)
-        ]
+        merged = merged_sides(algorithm)
         if merged:
             raise ValueError(
                 f"algorithm {algorithm.name!r} overrides {merged}, which run the client and the "

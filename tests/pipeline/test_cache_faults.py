@@ -27,20 +27,10 @@ from aoi_fl.pipeline import cache, runs
 from aoi_fl.pipeline.cache import CheckpointStore, ResultStore, config_key
 from aoi_fl.pipeline.runs import resolve_config
 
-#: the smallest real run: generated data, a linear model, a fraction of a second
-TINY = {
-    "dataset": {"name": "linear_regression", "n_clients": 6, "samples": 10, "features": 4},
-    "partition": {"name": "natural", "n_clients": 6},
-    "model": {"name": "linear_regression", "in_features": 4, "seed": 0},
-    "sampler": {"name": "uniform", "s": 2, "seed": 0},
-    "training": {
-        "rounds": 4,
-        "local_epochs": 1,
-        "batch_size": 5,
-        "loss": "mse",
-        "lr": {"name": "constant", "lr": 0.01},
-    },
-}
+from .test_config_errors import TINY as CONFIG_TINY
+
+#: the smallest real run (generated data, a linear model, a fraction of a second), for 4 rounds
+TINY = {**CONFIG_TINY, "training": {**CONFIG_TINY["training"], "rounds": 4}}
 #: the same run with its final model in ``weights/`` instead of the result
 TINY_WEIGHTS = {**TINY, "training": {**TINY["training"], "keep_params": False}}
 
