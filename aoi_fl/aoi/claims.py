@@ -170,10 +170,14 @@ def _windows_row(
         for v in zip(*(window_order(a[:, cols], b[:, cols]) for a, b in pairs), strict=True)
     ]
     fails = [f"{t} ({v})" for t, v in zip(windows, per_window, strict=True) if v != "held"]
+    # how close each pair of the claim comes at any window (higher over lower, minus 1)
+    closest = ", ".join(
+        f"{np.min(b[:, cols].mean(axis=0) / a[:, cols].mean(axis=0) - 1):+.1%}" for a, b in pairs
+    )
     spread = (
         f"holds at {len(windows) - len(fails)} of {len(windows)} windows T = "
         f"{windows[0]}-{windows[-1]} (means of independent traces, +- 3 standard errors; "
-        "Policy 2's Y counts its draws)"
+        f"Policy 2's Y counts its draws); each pair's closest gap {closest}"
         + (f"; not at T = {', '.join(fails)}" if fails else "")
         + (f"; {_TIE_AT_1}" if windows[0] > WINDOWS[0] else "")
     )
