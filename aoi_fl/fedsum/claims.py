@@ -500,11 +500,11 @@ def communication_claims(results_dir: str = "results") -> list[Claim]:
     paper's claim on the method's own protocol (``fedsum.comm.<method>``), and ours on whether
     our Flower strategy's messages carry only those vectors (``fedsum.comm.flower.<method>``)."""
     out = []
-    setting = (
-        f"counted over {costs.TRAFFIC_ROUNDS} rounds of the method with the paper's settings on "
-        f"a {costs.TRAFFIC_CLIENTS}-client least-squares task"
-    )
     for name, row in communication_table(results_dir).iterrows():
+        setting = (
+            f"counted over {costs.TRAFFIC_ROUNDS} rounds of {METHOD_LABELS[name]} with the "
+            f"paper's settings on a {costs.TRAFFIC_CLIENTS}-client least-squares task"
+        )
         paper, ref, text = PAPER_COMMUNICATION[name]
         head = rf"^comm\.{re.escape(name)}: "
         out.append(
