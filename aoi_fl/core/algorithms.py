@@ -28,7 +28,7 @@ In process the clients' persistent states are the rows of one table (:class:`Cli
 the algorithm object, beside the server's state; both are checkpointed through
 ``state_dict``/``load_state_dict`` (tensors only). What a method sends each way is what its
 two sides pass each other (``server_message``, ``client_end``, and the models each side reads),
-so it is counted by watching them run (:mod:`aoi_fl.fedsum.costs`), not declared.
+so it is counted by watching them run (the FedSUM package does, for its claims), not declared.
 
 This module holds the interface and FedAvg with the aggregation rules of the AoI paper (eq. 15)
 and of the unbiased estimators (a weighted sum of updates), optionally with the agnostic-FedAvg

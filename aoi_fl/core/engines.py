@@ -126,12 +126,15 @@ def local_step_batches(
     batch_size = min(require_int("batch_size", batch_size, minimum=1), size)
     per_permutation = size // batch_size
     rng = generator(seed, "batches", t, client)
-    rows = []
-    while len(rows) < steps:
+    # filled in place: a list of rows would cost an object per step besides the indices
+    out = np.empty((steps, batch_size), dtype=np.int64)
+    done = 0
+    while done < steps:
         perm = rng.permutation(size)
-        take = min(per_permutation, steps - len(rows))
-        rows.extend(perm[: take * batch_size].reshape(take, batch_size))
-    return np.asarray(rows, dtype=np.int64)
+        take = min(per_permutation, steps - done)
+        out[done : done + take] = perm[: take * batch_size].reshape(take, batch_size)
+        done += take
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -69,6 +69,9 @@ RECORDERS: dict[str, Any] = {}
 AVAILABILITY_AWARE: set[str] = set()
 #: (kind, name) -> the module whose code made the registration (a paper's, a user's, __main__)
 REGISTRARS: dict[tuple[str, str], str] = {}
+#: sampler name -> its option that names the number of rounds it is tuned for (K-Vib's
+#: ``rounds``): a configuration whose training has another number of rounds is warned about
+HORIZONS: dict[str, str] = {}
 
 
 def origin(obj: Any) -> tuple[str, str]:
@@ -76,6 +79,14 @@ def origin(obj: Any) -> tuple[str, str]:
     while isinstance(obj, functools.partial):
         obj = obj.func
     return getattr(obj, "__module__", ""), getattr(obj, "__qualname__", repr(obj))
+
+
+def _require_factory(kind: str, name: str, factory: Any, shape: str) -> None:
+    if not callable(factory):
+        raise TypeError(
+            f"the factory of {kind} {name!r} must be callable ({shape}), got {factory!r} "
+            f"({type(factory).__name__})"
+        )
 
 
 def _add(kind: str, table: dict[str, Any], name: str, value: Any, registrar: str = "") -> None:
@@ -131,22 +142,30 @@ def register_sampler(
     style: Style | None = None,
     *,
     availability: bool = False,
+    horizon: str | None = None,
 ) -> None:
     """Make sampler ``name`` available to configurations (and figures, with a ``style``).
 
+    ``factory(n, sizes, **options)`` returns a :class:`~aoi_fl.core.selection.Sampler`.
     ``availability=True`` declares that its samplers are availability aware (they select among
     the clients an availability model lets take part, :mod:`aoi_fl.core.selection`), so that a
     configuration pairing another sampler with an availability model is refused before it runs.
+    ``horizon`` names the option that says for how many rounds the sampler is tuned
+    (:data:`HORIZONS`).
     """
+    _require_factory("sampler", name, factory, "(n, sizes, **options) -> Sampler")
     _add("sampler", SAMPLERS, name, factory, sys._getframe(1).f_globals.get("__name__", ""))
     if availability:
         AVAILABILITY_AWARE.add(name)
+    if horizon is not None:
+        HORIZONS[name] = horizon
     if style is not None:
         register_style(name, style)
 
 
 def register_algorithm(name: str, factory: Callable[..., Any], style: Style | None = None) -> None:
     """Make algorithm ``name`` available to configurations (and figures, with a ``style``)."""
+    _require_factory("algorithm", name, factory, "(**options) -> Algorithm")
     _add("algorithm", ALGORITHMS, name, factory, sys._getframe(1).f_globals.get("__name__", ""))
     if style is not None:
         register_style(name, style)

@@ -123,6 +123,25 @@ def available_ids(available: np.ndarray | None, n: int) -> np.ndarray:
     return np.arange(n) if available is None else np.flatnonzero(available)
 
 
+def check_selection_ids(selection: Any, n: int, sampler: str) -> Selection:
+    """``selection``, after checking that it is a :class:`Selection` of distinct clients among
+    0..n-1 in increasing order (a user's sampler may return anything)."""
+    if not isinstance(selection, Selection):
+        raise RuntimeError(
+            f"sampler {sampler!r} returned {selection!r} ({type(selection).__name__}) from "
+            "sample(); it must return a Selection"
+        )
+    ids = selection.ids
+    if ids.size and (ids[0] < 0 or ids[-1] >= n or (np.diff(ids) <= 0).any()):
+        outside = ids[(ids < 0) | (ids >= n)]
+        raise RuntimeError(
+            f"sampler {sampler!r} selected client ids {ids.tolist()}"
+            + (f" ({outside.tolist()} outside)" if outside.size else "")
+            + f"; allowed: distinct ids among 0..{n - 1} (n={n}) in increasing order"
+        )
+    return selection
+
+
 def check_available_selection(selection: Selection, available: np.ndarray | None) -> Selection:
     """``selection``, after checking that it holds available clients only."""
     if available is not None and selection.ids.size and not available[selection.ids].all():

@@ -63,7 +63,12 @@ from aoi_fl.core.algorithms import Algorithm, ClientUpdates, FedAvg, update_norm
 from aoi_fl.core.device import eval_batch_size, memory_hint, resolve_device
 from aoi_fl.core.engines import ENGINES, LOSSES, LocalTraining, local_batches, local_step_batches
 from aoi_fl.core.seeding import generator
-from aoi_fl.core.selection import Sampler, Selection, check_available_selection
+from aoi_fl.core.selection import (
+    Sampler,
+    Selection,
+    check_available_selection,
+    check_selection_ids,
+)
 from aoi_fl.core.tensors import Params, TensorSplit
 from aoi_fl.core.validation import require_choice, require_int, require_real
 
@@ -85,6 +90,23 @@ class _Schedule:
 
     def config(self) -> dict:
         return {"name": self.name, **dataclasses.asdict(self)}
+
+    def first_outside(self, low: float, high: float, rounds: int) -> tuple[int, float] | None:
+        """The first (round t, eta_t) of rounds 0..rounds-1 with eta_t outside [low, high], or
+        None. Every schedule here is non-increasing in t, so this bisects: O(log rounds) rates
+        whatever the number of rounds."""
+        if rounds == 0:
+            return None
+        first = float(self(0))
+        if not low <= first <= high:
+            return 0, first
+        if float(self(rounds - 1)) >= low:
+            return None
+        inside, below = 0, rounds - 1
+        while below - inside > 1:
+            middle = (inside + below) // 2
+            inside, below = (middle, below) if float(self(middle)) >= low else (inside, middle)
+        return below, float(self(below))
 
 
 @dataclass(frozen=True)
@@ -129,7 +151,8 @@ class ConstantLR(_Schedule):
         return self.lr
 
 
-LR_SCHEDULES: dict[str, Callable[..., Callable[[int], float]]] = {
+#: schedule name -> class (every one a non-increasing :class:`_Schedule`)
+LR_SCHEDULES: dict[str, Callable[..., _Schedule]] = {
     "exponential": ExponentialDecay,
     "inverse_sqrt": InverseSqrtDecay,
     "constant": ConstantLR,
@@ -611,6 +634,10 @@ class FederatedTrainer:
         steps = np.array([len(s) for s in schedules], dtype=np.int64)
         return ClientUpdates(t, lr, ids, weights, start, client_params, state, steps)
 
+    def _checked(self, selection: Any) -> Selection:
+        # a user's sampler may select anything: a clear error instead of NumPy's in training
+        return check_selection_ids(selection, len(self.data.partition), self.sampler.name)
+
     def run_round(self) -> None:
         """One round: select, train locally, aggregate, feed back (and evaluate if due)."""
         self._evaluate_initial_model()
@@ -622,7 +649,7 @@ class FederatedTrainer:
             everyone = self._train(t, lr, np.arange(n), np.zeros(n))
             all_norms = np.asarray(self.feedback(self.params, everyone), dtype=np.float64)
             self.sampler.inform(all_norms)
-            selection = self.sampler.sample()
+            selection = self._checked(self.sampler.sample())
             updates, norms = _subset(everyone, selection, self.device), all_norms[selection.ids]
             if self.recorder is not None:
                 deltas = torch.cat([v.flatten(1) for v in everyone.deltas().values()], dim=1)
@@ -636,10 +663,12 @@ class FederatedTrainer:
             if self.sampler.wants_losses:
                 self._probed = 0
             if self.availability is None:
-                selection = self.sampler.sample()
+                selection = self._checked(self.sampler.sample())
             else:
                 available = self.availability.mask(t)
-                selection = check_available_selection(self.sampler.sample(available), available)
+                selection = check_available_selection(
+                    self._checked(self.sampler.sample(available)), available
+                )
                 h[AVAILABILITY_KEY].append(int(available.sum()))
             if self.sampler.wants_losses:
                 h[PROBE_KEY].append(self._probed)

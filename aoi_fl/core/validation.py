@@ -6,8 +6,11 @@ bad call fails before any work is done (and before anything is written).
 
 from __future__ import annotations
 
+import functools
+import math
 import numbers
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,6 +52,49 @@ def require_real(
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
+
+
+@functools.cache
+def physical_memory() -> int:
+    """This machine's physical memory in bytes: the limit of :func:`require_memory`."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _bytes_text(count: float) -> str:
+    power = min(int(math.log(max(count, 1.0), 1024)), 5)
+    return (
+        f"{count:.0f} bytes" if power == 0 else f"{count / 1024**power:.1f} {'KMGTP'[power - 1]}iB"
+    )
+
+
+def require_memory(options: Mapping[str, int], need: Callable[..., float], formula: str) -> None:
+    """Raise ValueError unless ``need(*options.values())`` bytes fit in this machine's memory.
+
+    ``need`` is a lower bound of the bytes the options imply (so a refusal is never wrong) and
+    grows with every option; ``formula`` states it. The message names the largest option (the
+    likeliest mistake), its value and the largest value that fits with the others as given
+    (found by bisection, as ``need`` is monotone).
+    """
+    total = physical_memory()
+    required = need(*options.values())
+    if required <= total:
+        return
+    name = max(options, key=lambda key: options[key])
+
+    def fits(value: int) -> bool:
+        return need(*{**options, name: value}.values()) <= total
+
+    low, high = 0, options[name]  # fits(low) or low == 0; not fits(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    others = ", ".join(f"{k}={v}" for k, v in options.items() if k != name)
+    allowed = f"{name} <= {low}" if low else f"no {name} fits"
+    raise ValueError(
+        f"{name}={options[name]} needs about {_bytes_text(required)} of memory ({formula}), "
+        f"more than this machine's {_bytes_text(total)}; allowed: {allowed}"
+        + (f" with {others}" if others else "")
+    )
 
 
 def require_probability_vector(name: str, p: Any, *, length: int | None = None) -> np.ndarray:

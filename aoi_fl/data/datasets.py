@@ -44,7 +44,7 @@ import torchvision
 
 from aoi_fl.core.seeding import generator
 from aoi_fl.core.tensors import TensorSplit
-from aoi_fl.core.validation import require_choice, require_int
+from aoi_fl.core.validation import require_choice, require_int, require_memory
 from aoi_fl.data.partition import Partition
 
 
@@ -133,6 +133,24 @@ def _install_idx(spec: _IdxSpec, unpacked: Path, raw: Path, origin: str) -> None
             partial.unlink(missing_ok=True)
 
 
+def _writable_folder(folder: Path, root: str | os.PathLike) -> None:
+    """Raise, naming the root, unless ``folder`` (under ``root``) can be created and written:
+    checked before anything is fetched, and nothing is created (a failed fetch leaves none)."""
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        problem = "is a file, not a folder"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        problem = "is not writable"
+    else:
+        return
+    raise DataError(
+        f"root (--root) {str(root)!r} cannot hold the data: {existing} {problem}; allowed: a "
+        "folder that exists or can be created, and is writable"
+    )
+
+
 def _fetch_idx(
     spec: _IdxSpec, root: str | os.PathLike, source: str, fetch_own: Callable[[Path], None]
 ) -> Path:
@@ -141,6 +159,7 @@ def _fetch_idx(
     raw = _idx_raw_dir(spec, root)
     if not _idx_problems(raw, spec.files):
         return raw
+    _writable_folder(raw, root)
     if source == "torchvision":
         # torchvision skips its download when the four files merely exist
         for name in spec.files:
@@ -549,6 +568,7 @@ def load_cifar100(
 def fetch_cifar(name: str, root: str | os.PathLike = "data") -> Path:
     """Download ``name`` through torchvision (needs internet access; not possible here)."""
     spec = _CIFAR[require_choice("name", name, _CIFAR)]
+    _writable_folder(Path(root), root)
     try:
         spec.tv_class(str(root), train=True, download=True)
     except (RuntimeError, OSError) as exc:
@@ -583,6 +603,13 @@ NUM_CLASSES: dict[str, int] = {
     "mnist": 10,
     "fashion_mnist": 10,
     **{name: spec.num_classes for name, spec in _CIFAR.items()},
+}
+#: training samples of each real dataset's files (``n_train`` keeps at most these)
+TRAIN_SAMPLES: dict[str, int] = {
+    "mnist": 60_000,
+    "fashion_mnist": 60_000,
+    "cifar10": 50_000,
+    "cifar100": 50_000,
 }
 
 
@@ -679,12 +706,23 @@ def load_dataset(
 
 
 def synthetic_cifar_options(num_classes: int, n_train: int, n_test: int) -> tuple[int, int, int]:
-    """The options of :func:`synthetic_cifar`, checked (also before anything is generated)."""
-    return (
+    """The options of :func:`synthetic_cifar`, checked (also before anything is generated).
+
+    Memory: a split's pixels are drawn as two float64 arrays (prototypes and noise), so the
+    larger split needs at least 16 * 3072 * max(n_train, n_test) bytes; more than the
+    machine's memory is refused.
+    """
+    checked = (
         require_int("num_classes", num_classes, minimum=2),
         require_int("n_train", n_train, minimum=1),
         require_int("n_test", n_test, minimum=1),
     )
+    require_memory(
+        {"n_train": checked[1], "n_test": checked[2]},
+        lambda n_train, n_test: 16 * 3072 * max(n_train, n_test),
+        "16 bytes * 3072 pixels * max(n_train, n_test): two float64 arrays per split",
+    )
+    return checked
 
 
 def synthetic_cifar(
@@ -759,6 +797,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = fetch_cifar(args.name, args.root)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # a folder that became unwritable while fetching
+        print(f"error: --root {args.root!r}: {exc}", file=sys.stderr)
         return 1
     print(f"ok: {path}")
     return 0

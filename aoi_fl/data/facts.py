@@ -21,11 +21,15 @@ from aoi_fl.data import datasets, synthetic
 class DatasetFacts:
     """One sample's ``input_shape``; ``num_classes`` (None: regression, one real target per
     sample); ``clients``: the number of clients a natively federated dataset is generated with
-    (None: it has no natural partition)."""
+    (None: it has no natural partition); ``train_samples``: the training samples a run gets
+    (None: known only once generated); ``client_samples``: the fewest training samples a client
+    of the natural partition holds (None: no natural partition)."""
 
     input_shape: tuple[int, ...]
     num_classes: int | None
     clients: int | None = None
+    train_samples: int | None = None
+    client_samples: int | None = None
 
     @property
     def features(self) -> int:
@@ -47,8 +51,13 @@ def _arguments(loader: Callable[..., Any], options: Mapping[str, Any]) -> dict[s
 
 def _real(name: str) -> Callable[..., DatasetFacts]:
     def facts(**options: Any) -> DatasetFacts:
-        datasets.split_limits(options.get("n_train"), options.get("n_test"))
-        return DatasetFacts(datasets.IMAGE_SHAPES[name], datasets.NUM_CLASSES[name])
+        n_train, _ = datasets.split_limits(options.get("n_train"), options.get("n_test"))
+        full = datasets.TRAIN_SAMPLES[name]
+        return DatasetFacts(
+            datasets.IMAGE_SHAPES[name],
+            datasets.NUM_CLASSES[name],
+            train_samples=full if n_train is None else min(n_train, full),
+        )
 
     return facts
 
@@ -56,19 +65,24 @@ def _real(name: str) -> Callable[..., DatasetFacts]:
 def _synthetic_cifar(**options: Any) -> DatasetFacts:
     args = _arguments(datasets.synthetic_cifar, options)
     datasets.synthetic_cifar_options(**args)
-    return DatasetFacts(datasets.IMAGE_SHAPES["cifar10"], args["num_classes"])
+    return DatasetFacts(
+        datasets.IMAGE_SHAPES["cifar10"], args["num_classes"], train_samples=args["n_train"]
+    )
 
 
 def _linear_regression(**options: Any) -> DatasetFacts:
     args = _arguments(synthetic.linear_regression, options)
     synthetic.linear_regression_options(**args)
-    return DatasetFacts((args["features"],), None, args["n_clients"])
+    n, samples = args["n_clients"], args["samples"]
+    return DatasetFacts((args["features"],), None, n, n * samples, samples)
 
 
 def _fedprox_synthetic(**options: Any) -> DatasetFacts:
     args = _arguments(synthetic.fedprox_synthetic, options)
     synthetic.fedprox_synthetic_options(**args)
-    return DatasetFacts((args["features"],), args["classes"], args["n_clients"])
+    # every client draws at least 50 samples and trains on the first train_fraction of them
+    smallest = int(args["train_fraction"] * 50)
+    return DatasetFacts((args["features"],), args["classes"], args["n_clients"], None, smallest)
 
 
 #: dataset name (as configurations name it) -> function(**options) -> DatasetFacts

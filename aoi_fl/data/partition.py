@@ -18,6 +18,12 @@ from aoi_fl.core.validation import require_int, require_real
 
 Partition = list[np.ndarray]
 
+#: the largest lognormal sigma: sizes are proportional to exp(sigma x), x ~ N(0, 1), which
+#: stays finite in float64 (and so does the sum of any number of clients' draws) while
+#: sigma |x| < 650, i.e. for |x| < 13 at sigma = 50 (a normal draw beyond 13 has probability
+#: below 1e-37); from sigma = 5 on, one client holds nearly every sample anyway
+MAX_LOGNORMAL_SIGMA = 50.0
+
 
 def _cut(indices: np.ndarray, sizes: np.ndarray) -> Partition:
     """Consecutive blocks of ``indices`` with the given sizes, each sorted."""
@@ -97,13 +103,13 @@ def _require_size_law(
 
 
 def _sizes_from_law(
-    raw: np.ndarray, weights: np.ndarray, total: int | None, min_size: int
+    raw: np.ndarray | None, weights: np.ndarray, total: int | None, min_size: int
 ) -> np.ndarray:
     """Sizes from one draw of a size law: the integer draws ``raw`` floored at ``min_size``, or,
     with ``total``, ``min_size`` plus a largest-remainder share of the rest by ``weights``."""
     if total is None:
         return np.maximum(raw, min_size)
-    return min_size + _apportion(total - raw.size * min_size, weights)
+    return min_size + _apportion(total - weights.size * min_size, weights)
 
 
 def zipf_sizes(
@@ -133,10 +139,18 @@ def lognormal_sizes(
     proportional to ``z_i`` (the sizes then sum to ``total``; the location of the lognormal
     does not matter).
     """
-    sigma = require_real("sigma", sigma, minimum=0.0)
+    sigma = require_real("sigma", sigma, minimum=0.0, maximum=MAX_LOGNORMAL_SIGMA)
     n_clients, total, min_size = _require_size_law(n_clients, total, min_size)
     z = generator(seed, "dataset_sizes").lognormal(0.0, sigma, size=n_clients)
-    return _sizes_from_law(np.floor(z).astype(np.int64), z, total, min_size)
+    if total is None and z.max() >= np.iinfo(np.int64).max:
+        raise ValueError(
+            f"sigma={sigma} draws a client size of {z.max():.3g} samples, more than an int64 "
+            "holds; lower sigma or give total (the sizes then share total)"
+        )
+    # with total the draws only weigh the shares (their floor may not fit an int64)
+    return _sizes_from_law(
+        None if total is not None else np.floor(z).astype(np.int64), z, total, min_size
+    )
 
 
 def dirichlet_class_mix(

@@ -18,7 +18,7 @@ import torch
 
 from aoi_fl.core.seeding import generator
 from aoi_fl.core.tensors import TensorSplit
-from aoi_fl.core.validation import require_int, require_real
+from aoi_fl.core.validation import require_int, require_memory, require_real
 from aoi_fl.data.datasets import DatasetBundle
 
 
@@ -48,8 +48,13 @@ def linear_regression_options(
     heterogeneity: float,
     noise: float,
 ) -> tuple[int, int, int, int, float, float]:
-    """The options of :func:`linear_regression`, checked (also before anything is generated)."""
-    return (
+    """The options of :func:`linear_regression`, checked (also before anything is generated).
+
+    Memory: the samples are generated in float64 and copied to float32, so the data needs at
+    least 12 * n_clients * (samples + test_samples) * (features + 1) bytes (inputs and
+    target); more than the machine's memory is refused.
+    """
+    checked = (
         require_int("n_clients", n_clients, minimum=1),
         require_int("samples", samples, minimum=1),
         require_int("test_samples", test_samples, minimum=1),
@@ -57,6 +62,15 @@ def linear_regression_options(
         require_real("heterogeneity", heterogeneity, minimum=0.0),
         require_real("noise", noise, minimum=0.0),
     )
+    require_memory(
+        dict(zip(("n_clients", "samples", "test_samples", "features"), checked[:4], strict=True)),
+        lambda n_clients, samples, test_samples, features: (
+            12 * n_clients * (samples + test_samples) * (features + 1)
+        ),
+        "12 bytes * n_clients * (samples + test_samples) * (features + 1): generated in "
+        "float64, copied to float32",
+    )
+    return checked
 
 
 def linear_regression(
@@ -103,8 +117,13 @@ def fedprox_synthetic_options(
     classes: int,
     train_fraction: float,
 ) -> tuple[float, float, int, int, int, float]:
-    """The options of :func:`fedprox_synthetic`, checked (also before anything is generated)."""
-    return (
+    """The options of :func:`fedprox_synthetic`, checked (also before anything is generated).
+
+    Memory: every client holds at least 50 samples, generated in float64 and copied to
+    float32, so the inputs need at least 12 * 50 * n_clients * features bytes; more than the
+    machine's memory is refused.
+    """
+    checked = (
         require_real("alpha", alpha, minimum=0.0),
         require_real("beta", beta, minimum=0.0),
         require_int("n_clients", n_clients, minimum=1),
@@ -112,6 +131,13 @@ def fedprox_synthetic_options(
         require_int("classes", classes, minimum=2),
         require_real("train_fraction", train_fraction, minimum=0.0, maximum=1.0),
     )
+    require_memory(
+        {"n_clients": checked[2], "features": checked[3]},
+        lambda n_clients, features: 12 * 50 * n_clients * features,
+        "12 bytes * 50 * n_clients * features: at least 50 samples per client, generated in "
+        "float64, copied to float32",
+    )
+    return checked
 
 
 def fedprox_synthetic(

@@ -53,6 +53,7 @@ rule is not stated in the K-Vib paper and could not be retrieved from a public s
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -442,4 +443,13 @@ _STYLES = {
 }
 for _name, _cls in UNBIASED_SAMPLERS.items():
     _factory = declare_options(functools.partial(_configured, _cls), _cls)
-    register_sampler(_name, _factory, _STYLES[_name], availability=_cls.availability_aware)
+    # K-Vib's theta and MABS's eta are tuned to the run's length: a configuration training
+    # for another number of rounds is warned about
+    _horizon = "rounds" if "rounds" in inspect.signature(_factory).parameters else None
+    register_sampler(
+        _name,
+        _factory,
+        _STYLES[_name],
+        availability=_cls.availability_aware,
+        horizon=_horizon,
+    )

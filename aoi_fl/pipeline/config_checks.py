@@ -13,7 +13,20 @@ checks all of its configurations before it trains one:
   seeds; the ranges of partition options); dry runs of the sampler, the algorithm, the training
   settings and the learning-rate schedule (every round's rate); the model against the dataset's
   facts (:mod:`aoi_fl.data.facts`: one forward pass of a zero sample, outputs against classes,
-  loss against the task, the engine).
+  loss against the task, the engine);
+- memory: every option that sets how much a run allocates (generated samples, rounds, local
+  steps and their mini-batch schedules, a Markov sampler's m', an availability model's states)
+  against the machine's memory (:func:`aoi_fl.core.validation.require_memory`: a lower bound
+  of the bytes, its formula in the message); what only the data can tell (a partition's total
+  and clients against the training samples) against the dataset's facts;
+- the sampler's first round (it must build a :class:`~aoi_fl.core.selection.Sampler` that
+  selects among the clients; a user's factory that fails is named), the learning-rate schedule
+  in closed form (:meth:`~aoi_fl.core.train._Schedule.first_outside`: no loop over rounds).
+
+Values that are legal but almost surely a mistake give a :class:`ConfigWarning` and run: more
+samples asked than the dataset holds, a batch over :data:`BATCH_SLACK` times the dataset, a
+learning rate above :data:`PLAUSIBLE_LR`, a sampler tuned for another number of rounds
+(:data:`aoi_fl.core.registry.HORIZONS`), availability that lets nobody take part in any round.
 
 Every message names the parameter by its path in the configuration (``sampler.m``,
 ``training.lr``). Dry runs are cached per specification: a grid repeats its models and samplers.
@@ -25,6 +38,7 @@ import dataclasses
 import functools
 import inspect
 import json
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -32,12 +46,14 @@ import numpy as np
 import torch
 
 from aoi_fl.core import registry
-from aoi_fl.core.availability import check_availability_spec
+from aoi_fl.core.availability import AVAILABILITY, build_availability, check_availability_spec
 from aoi_fl.core.engines import LocalTraining
 from aoi_fl.core.models import MODELS, build_model
+from aoi_fl.core.selection import Sampler, check_selection_ids
 from aoi_fl.core.train import LR_SCHEDULES, TrainSettings
-from aoi_fl.core.validation import require_choice, require_int, require_real
+from aoi_fl.core.validation import require_choice, require_int, require_memory, require_real
 from aoi_fl.data.facts import DatasetFacts, dataset_facts
+from aoi_fl.data.partition import MAX_LOGNORMAL_SIGMA
 from aoi_fl.pipeline.cache import canonical_json
 
 Table = Mapping[str, Callable[..., Any]]
@@ -50,6 +66,28 @@ TASK_LOSS = {"classification": "cross_entropy", "regression": "mse"}
 _FLOAT32_RATES = (float(np.finfo(np.float32).smallest_subnormal), float(np.finfo(np.float32).max))
 #: the training options that are :class:`TrainSettings` fields (the others configure the run)
 SETTINGS = tuple(f.name for f in dataclasses.fields(TrainSettings))
+#: the largest learning rate that is not almost surely a mistake: SGD diverges beyond 2/L,
+#: and on the normalised data here the smoothness L of the loss is about 1 or more (the
+#: papers train with 0.001 to 0.1)
+PLAUSIBLE_LR = 10.0
+#: how many times the whole training set a batch may hold without a warning: any batch of at
+#: least the data trains the same (full batch), but the mini-batch schedules are padded to it
+BATCH_SLACK = 10
+#: the least history a round adds (its learning rate, a float in a list: 8 + 24 bytes)
+HISTORY_BYTES_PER_ROUND = 32
+#: sampler options that set a sampler's memory: (bytes per unit of the option + 1, what
+#: they hold); the Markov policies' peak is measured (tracemalloc, m' = 10^5 and 10^6)
+SAMPLER_MEMORY: dict[str, tuple[int, str]] = {
+    "m_prime": (136, "the Markov chain over the ages 0..m' (about 17 float64 vectors at its peak)")
+}
+
+
+class ConfigWarning(UserWarning):
+    """A configuration value that is legal but almost surely a mistake (the run goes on)."""
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, ConfigWarning, stacklevel=3)
 
 
 def _optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
@@ -62,7 +100,7 @@ def _optional(check: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
 PARTITION_RANGES: dict[str, Callable[[str, Any], Any]] = {
     "alpha": functools.partial(require_real, minimum=0.0, strict_minimum=True),
     "a": functools.partial(require_real, minimum=1.0, strict_minimum=True),
-    "sigma": functools.partial(require_real, minimum=0.0),
+    "sigma": functools.partial(require_real, minimum=0.0, maximum=MAX_LOGNORMAL_SIGMA),
     "total": _optional(functools.partial(require_int, minimum=1)),
 }
 #: the smallest min_size: a Dirichlet label split may leave a client empty, a size law may not
@@ -88,7 +126,9 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _text(path: str, text: str) -> str:
+def _text(path: str, text: str, texts: frozenset[str]) -> str:
+    if path.rsplit(".", 1)[-1] in texts:
+        return text
     try:
         float(text)
     except ValueError:
@@ -96,19 +136,35 @@ def _text(path: str, text: str) -> str:
     raise TypeError(f"{path}={text!r} must be a number, not a string")
 
 
-def plain(value: Any, path: str = "") -> Any:
+def _text_options() -> frozenset[str]:
+    """The option names that are declared strings (a trace's path and sha256, a name): their
+    values are text even when they read like numbers (a path "2024", a digest of digits)."""
+    tables = (registry.SAMPLERS, registry.ALGORITHMS, LR_SCHEDULES, MODELS, AVAILABILITY)
+    params = [p for table in tables for f in table.values() for p in _parameters(f, 0) or ()]
+    params += _parameters(TrainSettings, 0) or ()
+    declared = {
+        p.name
+        for p in params
+        if (kinds := _kinds(p.annotation)) and "str" in kinds and not {"int", "float"} & {*kinds}
+    }
+    return frozenset(declared | {"name"})  # every section's name
+
+
+def plain(value: Any, path: str = "", texts: frozenset[str] | None = None) -> Any:
     """``value`` as JSON types: NumPy scalars and arrays as Python numbers and lists, tuples as
-    lists; anything else that JSON cannot hold, and a number written as a string, raises."""
+    lists; anything else that JSON cannot hold, and a number written as a string (but for an
+    option declared a string, :func:`_text_options`), raises."""
+    texts = _text_options() if texts is None else texts
     if isinstance(value, Mapping):
         for key in value:
             if not isinstance(key, str):
                 where = path or "config"
                 raise TypeError(f"{where} has the option name {key!r}; names must be strings")
-        return {k: plain(v, _join(path, k)) for k, v in value.items()}
+        return {k: plain(v, _join(path, k), texts) for k, v in value.items()}
     if isinstance(value, np.ndarray):
-        return plain(value.tolist(), path)
+        return plain(value.tolist(), path, texts)
     if isinstance(value, list | tuple):
-        return [plain(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [plain(v, f"{path}[{i}]", texts) for i, v in enumerate(value)]
     if isinstance(value, np.generic):
         value = value.item()
     if value is None or isinstance(value, bool):
@@ -116,7 +172,7 @@ def plain(value: Any, path: str = "") -> Any:
     if isinstance(value, int | float):
         return int(value) if isinstance(value, int) else float(value)
     if isinstance(value, str):
-        return _text(path, value)
+        return _text(path, value, texts)
     raise TypeError(
         f"{path}={value!r} ({type(value).__name__}) is not JSON serializable: use numbers, "
         "strings, True/False, None, lists or dicts"
@@ -206,20 +262,25 @@ def _options(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in spec.items() if k != "name"}
 
 
-def _located(path: str, options: Mapping[str, Any], exc: ValueError | TypeError) -> Exception:
+def _located(
+    path: str, options: Mapping[str, Any], exc: ValueError | TypeError, label: str
+) -> Exception:
     """``exc`` (ValueError or TypeError) with its message placed in the configuration: a message
-    about an option (``"m must be <= n"``) becomes ``"sampler.m must be <= n"``."""
+    about an option (``"m must be <= n"``, ``"m=3 ..."``) becomes ``"sampler.m must be <= n"``,
+    any other is prefixed with ``label``."""
     text = str(exc)
-    first = text.split(" ", 1)[0]
-    message = f"{path}.{text}" if first in options else f"{path}: {text}"
+    first = text.split(" ", 1)[0].split("=", 1)[0]
+    message = f"{path}.{text}" if first in options else f"{label}: {text}"
     return (ValueError if isinstance(exc, ValueError) else TypeError)(message)
 
 
-def _dry_run(path: str, options: Mapping[str, Any], build: Callable[[], Any]) -> Any:
+def _dry_run(
+    path: str, options: Mapping[str, Any], build: Callable[[], Any], label: str | None = None
+) -> Any:
     try:
         return build()
     except (ValueError, TypeError) as exc:
-        raise _located(path, options, exc) from exc
+        raise _located(path, options, exc, label or path) from exc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,7 +291,14 @@ def _dataset(spec: Mapping[str, Any], datasets: Table) -> DatasetFacts | None:
     name = _name("dataset", "dataset name", spec, datasets)
     options = _options(spec)
     _check_options("dataset", name, options, _parameters(datasets[name], 1))  # after the root
-    return _dry_run("dataset", options, lambda: dataset_facts(name, options))
+    facts = _dry_run("dataset", options, lambda: dataset_facts(name, options))
+    kept = None if facts is None else facts.train_samples
+    if kept is not None and (n_train := options.get("n_train") or 0) > kept:
+        _warn(
+            f"dataset.n_train={n_train} is more than the {kept} training samples of dataset "
+            f"{name!r}: all {kept} are used (allowed: 1..{kept}, or None for all)"
+        )
+    return facts
 
 
 def check_natural(n_clients: int, dataset: str, clients: int | None) -> None:
@@ -250,27 +318,92 @@ def check_natural(n_clients: int, dataset: str, clients: int | None) -> None:
 
 def _partition(
     spec: Mapping[str, Any], partitions: Table, dataset: str, facts: DatasetFacts | None
-) -> int:
-    """Check the partition; return its number of clients."""
+) -> tuple[int, int]:
+    """Check the partition; return its number of clients and a lower bound of the training
+    samples of its smallest client (:func:`_smallest_client`)."""
     name = _name("partition", "partition name", spec, partitions)
     options = _options(spec)
-    _check_options("partition", name, options, _parameters(partitions[name], 1))  # after the data
+    params = _parameters(partitions[name], 1)  # after the data
+    _check_options("partition", name, options, params)
     n_clients = require_int("partition.n_clients", options.get("n_clients"), minimum=1)
     for key, check in PARTITION_RANGES.items():
         if key in options:
             check(f"partition.{key}", options[key])
     if "min_size" in options:
         require_int("partition.min_size", options["min_size"], minimum=MIN_SIZE_FLOOR.get(name, 1))
-    if name == "natural" and facts is not None:  # a dataset without facts is checked on load
+    min_size = options.get("min_size", {p.name: p.default for p in params or ()}.get("min_size"))
+    if options.get("total") is not None and min_size:
+        require_int("partition.total", options["total"], minimum=n_clients * min_size)
+    if facts is None:  # a dataset without facts is checked on load
+        return n_clients, 0
+    if name == "natural":
         check_natural(n_clients, dataset, facts.clients)
-    return n_clients
+    if facts.train_samples is not None:
+        _fits_samples(name, options, n_clients, min_size, facts.train_samples, dataset)
+    return n_clients, _smallest_client(name, n_clients, min_size, facts)
+
+
+def _fits_samples(
+    name: str,
+    options: Mapping[str, Any],
+    n_clients: int,
+    min_size: int | None,
+    samples: int,
+    dataset: str,
+) -> None:
+    """What the partition takes from the dataset's ``samples`` training samples: at most all."""
+    where = f"the {samples} training samples of dataset {dataset!r}"
+    if options.get("total") is not None and options["total"] > samples:
+        raise ValueError(f"partition.total must be <= {samples} ({where}), got {options['total']}")
+    smallest = 1 if name == "iid" else min_size
+    if smallest and n_clients * smallest > samples:
+        raise ValueError(
+            f"partition.n_clients={n_clients} clients of at least {smallest} samples each need "
+            f"more than {where}; allowed: n_clients <= {samples // smallest}"
+        )
+
+
+def _smallest_client(name: str, n_clients: int, min_size: int | None, facts: DatasetFacts) -> int:
+    """A lower bound of the training samples of the partition's smallest client: the natural
+    partition's known sizes, an IID split's floor(samples / n_clients), a partition's min_size
+    (its draws are repeated, or its sizes shifted, until every client has that many), else 0."""
+    if name == "natural":
+        return facts.client_samples or 0
+    if name == "iid":
+        return (facts.train_samples or 0) // n_clients
+    return min_size or 0
+
+
+def _zero_losses(ids: np.ndarray, samples: int | None = None, *, free: bool = False) -> tuple:
+    return np.zeros(len(ids)), np.zeros(len(ids))
 
 
 @functools.lru_cache(maxsize=1024)
-def _sampler_dry_run(factory: Callable[..., Any], options_json: str, n_clients: int) -> None:
-    # the clients' sizes need the data; equal sizes run the sampler's own checks of its options
-    # (e.g. m <= n) all the same
-    factory(n_clients, np.ones(n_clients), **json.loads(options_json))
+def _sampler_dry_run(
+    factory: Callable[..., Any], name: str, options_json: str, n_clients: int
+) -> None:
+    """Build sampler ``name`` and draw its first round.
+
+    The clients' sizes need the data; equal sizes run the sampler's own checks of its options
+    (e.g. m <= n) all the same. The draw gets what the trainer would give a sampler before it
+    (zero losses, unit update norms), and must select clients among 0..n_clients-1.
+    """
+    sampler = factory(n_clients, np.ones(n_clients), **json.loads(options_json))
+    module, qualname = registry.origin(factory)
+    if not isinstance(sampler, Sampler):
+        raise TypeError(
+            f"its factory {module}.{qualname} returned {sampler!r} ({type(sampler).__name__}); "
+            f"it must return a Sampler ({Sampler.__module__}.Sampler)"
+        )
+    if sampler.n != n_clients:
+        raise ValueError(
+            f"its factory {module}.{qualname} returned a sampler of n={sampler.n} clients for "
+            f"partition.n_clients={n_clients}; they must be equal"
+        )
+    if sampler.wants_losses:
+        sampler.loss_probe = _zero_losses
+    sampler.inform(np.ones(n_clients))
+    check_selection_ids(sampler.sample(), n_clients, name)
 
 
 def _sampler(spec: Mapping[str, Any], n_clients: int) -> None:
@@ -278,9 +411,37 @@ def _sampler(spec: Mapping[str, Any], n_clients: int) -> None:
     options = _options(spec)
     factory = registry.SAMPLERS[name]
     _check_options("sampler", name, options, _parameters(factory, 2))  # after (n, sizes)
-    _dry_run(
-        "sampler", options, lambda: _sampler_dry_run(factory, canonical_json(options), n_clients)
-    )
+    for key, (per_unit, what) in SAMPLER_MEMORY.items():
+        if isinstance(options.get(key), int):
+            require_memory(
+                {f"sampler.{key}": options[key]},
+                lambda v, per_unit=per_unit: per_unit * (v + 1),
+                f"{per_unit} bytes * ({key} + 1): {what}",
+            )
+    label = f"sampler {name!r}"
+    key = canonical_json(options)
+    try:
+        _dry_run("sampler", options, lambda: _sampler_dry_run(factory, name, key, n_clients), label)
+    except (ValueError, TypeError):
+        raise
+    except Exception as exc:  # noqa: BLE001  (a user's factory may raise anything)
+        module, qualname = registry.origin(factory)
+        raise ValueError(
+            f"{label} (factory {module}.{qualname}) with options {options} for {n_clients} "
+            f"clients fails: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _horizon(spec: Mapping[str, Any], rounds: int) -> None:
+    """Warn when a sampler tuned for a number of rounds (:data:`registry.HORIZONS`) is given
+    another number than the run trains."""
+    option = registry.HORIZONS.get(spec["name"])
+    if option is not None and option in spec and spec[option] != rounds:
+        _warn(
+            f"sampler.{option}={spec[option]} but training.rounds={rounds}: sampler "
+            f"{spec['name']!r} is tuned for a run of sampler.{option} rounds; set "
+            f"sampler.{option}={rounds}"
+        )
 
 
 def check_availability_section(
@@ -308,6 +469,26 @@ def _availability(spec: Mapping[str, Any] | None, sampler: str, n_clients: int) 
         )
 
 
+def _availability_rounds(spec: Mapping[str, Any] | None, n_clients: int, rounds: int) -> None:
+    """The (checked) availability model over the run's rounds: its memory, and a warning when
+    it lets no client take part in any round (nothing would train)."""
+    if spec is None:
+        return
+    model = build_availability(spec, n_clients, np.ones(n_clients))
+    if per := model.bytes_per_client_round:
+        require_memory(
+            {"training.rounds": rounds, "partition.n_clients": n_clients},
+            lambda r, n: per * r * n,
+            f"{per} byte(s) * rounds * n_clients: availability {model.name!r} keeps its states",
+        )
+    if model.nobody_available(rounds):
+        _warn(
+            f"availability {model.name!r} lets no client take part in any of the {rounds} "
+            f"rounds (training.rounds={rounds}): nothing is trained and the model keeps its "
+            "initial accuracy"
+        )
+
+
 def _named(label: str, path: str, spec: Any, table: Table) -> tuple[Callable[..., Any], dict]:
     if not isinstance(spec, Mapping):
         raise ValueError(f"{label} must be a dict with a 'name', got {spec!r}")
@@ -317,27 +498,22 @@ def _named(label: str, path: str, spec: Any, table: Table) -> tuple[Callable[...
     return table[name], options
 
 
-@functools.lru_cache(maxsize=1024)
-def _bad_rate(factory: Callable[..., Any], options_json: str, rounds: int) -> tuple | None:
-    """The first (round, rate) of the schedule outside :data:`_FLOAT32_RATES`, or None."""
-    schedule = factory(**json.loads(options_json))
-    low, high = _FLOAT32_RATES
-    for t in range(rounds):
-        lr = float(schedule(t))
-        if not low <= lr <= high:
-            return t, lr
-    return None
-
-
 def _lr(spec: Any, rounds: int) -> None:
+    """Every round's rate within :data:`_FLOAT32_RATES` (in O(log rounds) rates,
+    :meth:`~aoi_fl.core.train._Schedule.first_outside`); a warning above :data:`PLAUSIBLE_LR`."""
     factory, options = _named("training lr", "training.lr", spec, LR_SCHEDULES)
-    key = canonical_json(options)
-    bad = _dry_run("training.lr", options, lambda: _bad_rate(factory, key, rounds))
+    schedule = _dry_run("training.lr", options, lambda: factory(**options))
+    bad = schedule.first_outside(*_FLOAT32_RATES, rounds)
     if bad is not None:
         raise ValueError(
             f"training.lr={dict(spec)!r} gives the learning rate {bad[1]!r} in round {bad[0]}; "
             f"the rate of every round 0..{rounds - 1} must be within [{_FLOAT32_RATES[0]:.3g}, "
             f"{_FLOAT32_RATES[1]:.4g}] (> 0 and finite in float32)"
+        )
+    if rounds and (first := float(schedule(0))) > PLAUSIBLE_LR:
+        _warn(
+            f"training.lr={dict(spec)!r} starts at the learning rate {first!r}, more than "
+            f"{PLAUSIBLE_LR}: SGD almost surely diverges (the papers train with 0.001 to 0.1)"
         )
 
 
@@ -368,14 +544,57 @@ def _algorithm(training: Mapping[str, Any], n_clients: int) -> None:
     )
 
 
-def _training(training: Mapping[str, Any], n_clients: int) -> None:
+def _training_memory(t: TrainSettings, smallest: int) -> None:
+    """The memory the run's length and its clients' local steps imply (lower bounds).
+
+    The history keeps :data:`HISTORY_BYTES_PER_ROUND` per round at least. A client trains from
+    an int64 schedule of its mini-batches (:mod:`aoi_fl.core.engines`): ``local_steps`` rows of
+    min(batch_size, its samples), or ``local_epochs`` epochs of rows padded to batch_size
+    (>= max(batch_size, its samples) entries each); every client has at least ``smallest``
+    samples (:func:`_smallest_client`).
+    """
+    require_memory(
+        {"training.rounds": t.rounds},
+        lambda rounds: HISTORY_BYTES_PER_ROUND * rounds,
+        f"{HISTORY_BYTES_PER_ROUND} bytes * rounds: every round's learning rate in the history",
+    )
+    if t.local_steps is not None:
+        width = min(t.batch_size, max(smallest, 1))  # a client without samples cannot step
+        require_memory(
+            {"training.local_steps": t.local_steps},
+            lambda steps: 8 * steps * width,
+            f"8 bytes * local_steps * {width} (min(batch_size, the smallest client's {smallest} "
+            "samples)): one client's mini-batch schedule of a round",
+        )
+    elif smallest:
+        require_memory(
+            {"training.local_epochs": t.local_epochs, "training.batch_size": t.batch_size},
+            lambda epochs, batch: 8 * epochs * max(batch, smallest),
+            f"8 bytes * local_epochs * max(batch_size, {smallest}, the smallest client's "
+            "samples): one client's mini-batch schedule of a round",
+        )
+
+
+def _training(
+    training: Mapping[str, Any], n_clients: int, smallest: int, facts: DatasetFacts | None
+) -> None:
     settings = {k: v for k, v in training.items() if k in SETTINGS}
-    _dry_run("training", settings, lambda: TrainSettings(**settings))
+    checked = _dry_run("training", settings, lambda: TrainSettings(**settings))
     for key in ("keep_params", "compress"):
         if not isinstance(training.get(key, False), bool):
             raise TypeError(f"training.{key} must be True or False, got {training[key]!r}")
-    _lr(training["lr"], settings["rounds"])
+    _training_memory(checked, smallest)
+    _lr(training["lr"], checked.rounds)
     _algorithm(training, n_clients)
+    samples = None if facts is None else facts.train_samples
+    if samples is not None and checked.batch_size > BATCH_SLACK * samples:
+        _warn(
+            f"training.batch_size={checked.batch_size} is more than {BATCH_SLACK} times the "
+            f"{samples} training samples of the whole dataset: every local step takes all of a "
+            f"client's samples (full batch), as with batch_size={samples}, but the mini-batch "
+            f"schedules are padded to batch_size; allowed without this warning: 1.."
+            f"{BATCH_SLACK * samples}"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -488,8 +707,11 @@ def check_config(config: Mapping[str, Any], datasets: Table, partitions: Table) 
     """
     dataset = config["dataset"]
     facts = _dataset(dataset, datasets)
-    n_clients = _partition(config["partition"], partitions, dataset["name"], facts)
+    n_clients, smallest = _partition(config["partition"], partitions, dataset["name"], facts)
     _sampler(config["sampler"], n_clients)
     _availability(config.get("availability"), config["sampler"]["name"], n_clients)
-    _training(config["training"], n_clients)
+    _training(config["training"], n_clients, smallest, facts)
     _model(config["model"], config["training"], dataset["name"], facts)
+    rounds = config["training"]["rounds"]
+    _horizon(config["sampler"], rounds)
+    _availability_rounds(config.get("availability"), n_clients, rounds)

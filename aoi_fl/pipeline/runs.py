@@ -535,6 +535,8 @@ def run_grid(
     configs = [resolve_config(c) for c in given]  # every one checked before any trains
     devices = [config_device(c) if device is None else requested_device(device) for c in given]
     workers = require_int("workers", workers, minimum=1)
+    if threads is not None:  # each worker's torch.set_num_threads(threads)
+        threads = require_int("threads", threads, minimum=1)
     store = ResultStore(cache_dir)
     results: dict[int, ExperimentResult] = {}
 

@@ -9,6 +9,9 @@ and the cache holds no ``runs/`` entry.
 import inspect
 import itertools
 import json
+import re
+import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aoi_fl.aoi import sigma
-from aoi_fl.core import registry
+from aoi_fl.core import availability, registry, validation
 from aoi_fl.core.models import MODELS
+from aoi_fl.core.selection import SeededSampler, Selection
 from aoi_fl.core.train import LR_SCHEDULES
 from aoi_fl.data.facts import DATASET_FACTS, dataset_facts
 from aoi_fl.pipeline import cache, config_checks, runs
@@ -288,6 +292,9 @@ def test_the_dataset_facts_agree_with_the_loaded_data():
         assert facts.num_classes == (None if regression else bundle.num_classes), name
         clients = None if bundle.partition is None else len(bundle.partition)
         assert facts.clients == clients, name
+        assert facts.train_samples in (None, len(bundle.train)), name
+        if clients is not None:  # the natural partition's smallest client: a lower bound
+            assert facts.client_samples <= min(len(idx) for idx in bundle.partition), name
     for name in ("cifar10", "cifar100"):  # not on this machine: their shapes and classes
         assert dataset_facts(name, {}).input_shape == (3, 32, 32)
     assert dataset_facts("cifar100", {}).num_classes == 100
@@ -553,11 +560,13 @@ def test_run_grid_reports_cached_only_for_results_it_read(tmp_path):
 def test_every_committed_run_configuration_resolves_to_itself_and_passes(monkeypatch):
     monkeypatch.setattr(runs, "load_bundle", never)  # every dataset loads through it
     checked = 0
-    for folder, config, direct in committed_run_configs():
-        resolved = resolve_config(config)
-        assert resolved == config, folder
-        assert not direct or config_key(resolved) == folder
-        checked += 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", config_checks.ConfigWarning)  # none is suspicious
+        for folder, config, direct in committed_run_configs():
+            resolved = resolve_config(config)
+            assert resolved == config, folder
+            assert not direct or config_key(resolved) == folder
+            checked += 1
     assert checked > 600
 
 
@@ -577,3 +586,323 @@ def test_checking_draws_from_no_global_random_generator():
         resolve_config(changed(MNIST, "model", model))
     resolve_config(changed(MNIST, "sampler", {"name": "markov_optimal", "m": 3, "m_prime": 4}))
     assert torch.equal(before, torch.get_rng_state())
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. holds on a busy machine (issue 38, part 3): memory bounds, closed forms, named refusals,
+# warnings for legal values that are almost surely mistakes
+
+#: the memory the bounds below are computed against (the messages do not depend on the machine)
+MEMORY = 16 * 2**30
+
+
+@pytest.fixture
+def machine(monkeypatch):
+    """This machine with :data:`MEMORY` bytes of memory."""
+    monkeypatch.setattr(validation, "physical_memory", lambda: MEMORY)
+
+
+def memory_message(option, value, formula, allowed):
+    return (
+        rf"{re.escape(option)}={value} needs about [\d.]+ [KMGTP]iB of memory "
+        rf"\({re.escape(formula)}.*\), more than this machine's 16\.0 GiB; "
+        rf"allowed: {re.escape(allowed)}"
+    )
+
+
+def quick(call):
+    """``call()``, which must return (or raise) within a second: no hang before the refusal."""
+    start = time.perf_counter()
+    try:
+        return call()
+    finally:
+        assert time.perf_counter() - start < 1.0
+
+
+def test_a_learning_rate_schedule_is_checked_in_closed_form(machine, nothing_runs):
+    # 10**12 rounds: the history alone needs 32 TB; 4 * 10**8 rounds fit and are checked at once
+    config = changed(TINY, "training.rounds", 10**12)
+    allowed = f"training.rounds <= {MEMORY // 32}"
+    message = memory_message("training.rounds", 10**12, "32 bytes * rounds", allowed)
+    quick(lambda: assert_fails_before_work(config, ValueError, message, *nothing_runs))
+    many = changed(changed(TINY, "training.rounds", 4 * 10**8), "training.lr.lr", 0.5)
+    quick(lambda: runs.resolve_config(many))
+    # the first round whose rate underflows float32, found by bisection
+    decaying = changed(many, "training.lr", {"name": "exponential", "lr0": 0.1, "decay": 0.9})
+    smallest = config_checks._FLOAT32_RATES[0]
+    first = next(t for t in itertools.count() if 0.1 * 0.9**t < smallest)
+    with pytest.raises(ValueError, match=rf"in round {first}; the rate of every round"):
+        quick(lambda: runs.resolve_config(decaying))
+
+
+@pytest.mark.parametrize(
+    "path, value, formula, allowed",
+    [
+        (
+            "dataset.samples",
+            10**10,
+            "12 bytes * n_clients * (samples + test_samples) * (features + 1)",
+            f"samples <= {MEMORY // (12 * 6 * 5) - 20} with n_clients=6, test_samples=20, "
+            "features=4",
+        ),
+        (
+            "training.local_steps",
+            10**9,
+            "8 bytes * local_steps * 5 (min(batch_size, the smallest client's 10 samples))",
+            f"training.local_steps <= {MEMORY // 40}",
+        ),
+    ],
+)
+def test_options_beyond_the_machine_s_memory_are_refused(
+    machine, nothing_runs, path, value, formula, allowed
+):
+    message = memory_message(path, value, formula, allowed)
+    config = changed(TINY, path, value)
+    quick(lambda: assert_fails_before_work(config, ValueError, message, *nothing_runs))
+
+
+def test_a_huge_m_prime_is_refused_before_the_sampler_is_built(machine, nothing_runs):
+    config = changed(TINY, "sampler", {"name": "markov_optimal", "m": 2, "m_prime": 10**9})
+    formula = "136 bytes * (m_prime + 1): the Markov chain over the ages 0..m'"
+    allowed = f"sampler.m_prime <= {MEMORY // 136 - 1}"
+    message = memory_message("sampler.m_prime", 10**9, formula, allowed)
+    quick(lambda: assert_fails_before_work(config, ValueError, message, *nothing_runs))
+
+
+@pytest.fixture
+def user_sampler():
+    """Register a user's sampler factory under a fresh name for the test; yields register."""
+    names = []
+
+    def register(name, factory):
+        registry.register_sampler(name, factory, availability=True)
+        names.append(name)
+        return changed(TINY, "sampler", {"name": name})
+
+    yield register
+    for name in names:
+        del registry.SAMPLERS[name]
+        registry.AVAILABILITY_AWARE.discard(name)
+
+
+def returns_none(n, sizes):
+    return None
+
+
+class OutOfRange(SeededSampler):
+    """Selects clients n-1 and n: one more than there are."""
+
+    name = "out_of_range"
+
+    def sample(self, available=None):
+        return Selection(np.array([self.n - 1, self.n]), np.array([0.5, 0.5]))
+
+
+def out_of_range(n, sizes):
+    return OutOfRange(n, 0)
+
+
+def fails(n, sizes):
+    return {}["a key the factory's author forgot"]
+
+
+@pytest.mark.parametrize(
+    "factory, error, message",
+    [
+        (
+            returns_none,
+            TypeError,
+            r"sampler 'user_.*': its factory .*returns_none returned None \(NoneType\); it "
+            r"must return a Sampler \(aoi_fl.core.selection.Sampler\)",
+        ),
+        (
+            out_of_range,
+            ValueError,
+            r"sampler 'user_.*' \(factory .*out_of_range\) with options \{\} for 6 clients "
+            r"fails: RuntimeError: sampler 'user_.*' selected client ids \[5, 6\] \(\[6\] "
+            r"outside\); allowed: distinct ids among 0..5 \(n=6\) in increasing order",
+        ),
+        (
+            fails,
+            ValueError,
+            r"sampler 'user_.*' \(factory .*fails\) with options \{\} for 6 clients fails: "
+            r"KeyError: \"a key the factory's author forgot\"",
+        ),
+    ],
+)
+def test_a_user_sampler_that_cannot_run_is_refused_with_its_name(
+    user_sampler, nothing_runs, factory, error, message
+):
+    config = user_sampler(f"user_{factory.__name__}", factory)
+    assert_fails_before_work(config, error, message, *nothing_runs)
+
+
+def test_a_sampler_that_leaves_the_clients_in_a_later_round_is_named_then(user_sampler, tmp_path):
+    class LateOutOfRange(OutOfRange):
+        name = "late"
+
+        def sample(self, available=None):
+            self.round += 1
+            if self.round == 1:
+                return Selection(np.array([0, 1]), np.array([0.5, 0.5]))
+            return super().sample(available)
+
+    config = user_sampler("user_late", lambda n, sizes: LateOutOfRange(n, 0))
+    with pytest.raises(RuntimeError, match=r"sampler 'late' selected client ids \[5, 6\]"):
+        BUILD_TRAINER(config, str(tmp_path)).run()
+
+
+def test_a_non_callable_factory_is_refused_when_registered():
+    message = r"the factory of sampler 'five' must be callable \(\(n, sizes, \*\*options\) -> "
+    with pytest.raises(TypeError, match=message + r"Sampler\), got 5 \(int\)"):
+        registry.register_sampler("five", 5)
+    with pytest.raises(TypeError, match=r"the factory of algorithm 'none' must be callable"):
+        registry.register_algorithm("none", None)
+    assert "five" not in registry.SAMPLERS and "none" not in registry.ALGORITHMS
+
+
+def test_threads_below_one_are_refused_before_any_run(nothing_runs):
+    cache_dir, data_root = nothing_runs
+    with pytest.raises(ValueError, match="threads must be >= 1, got 0"):
+        runs.run_grid([TINY], cache_dir=cache_dir, data_root=data_root, threads=0, workers=2)
+
+
+LOGNORMAL = {"name": "lognormal_dirichlet", "n_clients": 10, "seed": 0, "alpha": 0.5}
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"sigma": 1e6}, r"partition.sigma must be <= 50.0, got 1000000.0"),
+        (
+            {"sigma": 1.0, "total": 10**9},
+            r"partition.total must be <= 200 \(the 200 training samples of dataset 'mnist'\), "
+            r"got 1000000000",
+        ),
+        (
+            {"sigma": 1.0, "total": 5, "min_size": 1},
+            r"partition.total must be >= 10, got 5",
+        ),
+    ],
+)
+def test_partition_sizes_are_named_before_the_data_is_loaded(nothing_runs, options, message):
+    config = changed(MNIST, "partition", {**LOGNORMAL, **options})
+    assert_fails_before_work(config, ValueError, message, *nothing_runs)
+
+
+def test_more_clients_than_samples_are_refused_before_loading(nothing_runs):
+    config = changed(MNIST, "partition.n_clients", 300)
+    message = (
+        r"partition.n_clients=300 clients of at least 1 samples each need more than the 200 "
+        r"training samples of dataset 'mnist'; allowed: n_clients <= 200"
+    )
+    assert_fails_before_work(config, ValueError, message, *nothing_runs)
+
+
+def trace_config(directory, text, name="trace.csv", **options):
+    path = directory / name
+    path.write_text(text)
+    return {**TINY, "availability": {"name": "trace", "path": name, **options}}
+
+
+def test_a_trace_path_or_digest_of_digits_is_text(tmp_path, monkeypatch, nothing_runs):
+    monkeypatch.chdir(tmp_path)
+    config = trace_config(tmp_path, "client,start,end\n0,0,2\n", name="2024")
+    assert runs.resolve_config(config)["availability"]["path"] == "2024"
+    message = (
+        r"sha256 must be None or the file's SHA-256 \(64 lowercase hexadecimal digits\), "
+        r"got '1234'"
+    )
+    digits = changed(config, "availability.sha256", "1234")
+    assert_fails_before_work(digits, ValueError, message, *nothing_runs)
+    other = changed(config, "availability.sha256", "1" * 64)
+    message = r"trace file '2024' has changed: its sha256 is \w{64}, the configuration names '1+'"
+    assert_fails_before_work(other, ValueError, message, *nothing_runs)
+
+
+def test_a_trace_end_beyond_int64_is_refused(tmp_path, monkeypatch, nothing_runs):
+    monkeypatch.chdir(tmp_path)
+    config = trace_config(tmp_path, f"client,start,end\n0,0,2\n1,0,{10**30}\n")
+    message = (
+        rf"config section 'availability': trace file 'trace.csv', line 3: end must be <= "
+        rf"{2**63 - 1} \(rounds are int64\), got {10**30}"
+    )
+    assert_fails_before_work(config, ValueError, message, *nothing_runs)
+
+
+def test_a_trace_is_parsed_once_per_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rows = "".join(f"{i % 6},{i},{i + 3}\n" for i in range(1000))
+    config = trace_config(tmp_path, "client,start,end\n" + rows)
+    parsed = []
+    plain_rows = availability._plain_rows
+    monkeypatch.setattr(
+        availability, "_plain_rows", lambda content: parsed.append(1) or plain_rows(content)
+    )
+    monkeypatch.setattr(availability, "_PARSED", {})
+    run(config, str(tmp_path / "cache"), str(tmp_path))
+    assert parsed == [1]
+
+
+# warnings: legal values that are almost surely mistakes; the run is not refused
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (
+            changed(MNIST, "dataset.n_train", 10**12),
+            r"dataset.n_train=1000000000000 is more than the 60000 training samples of dataset "
+            r"'mnist': all 60000 are used \(allowed: 1..60000, or None for all\)",
+        ),
+        (
+            changed(TINY, "training.batch_size", 10**9),
+            r"training.batch_size=1000000000 is more than 10 times the 60 training samples of "
+            r"the whole dataset: every local step takes all of a client's samples \(full batch\), "
+            r"as with batch_size=60, but the mini-batch schedules are padded to batch_size; "
+            r"allowed without this warning: 1..600",
+        ),
+        (
+            changed(TINY, "training.lr.lr", 1e6),
+            r"training.lr=\{'name': 'constant', 'lr': 1000000.0\} starts at the learning rate "
+            r"1000000.0, more than 10.0: SGD almost surely diverges",
+        ),
+        (
+            changed(
+                changed(TINY, "sampler", {"name": "kvib", "k": 2, "rounds": 5}),
+                "training.rounds",
+                20,
+            ),
+            r"sampler.rounds=5 but training.rounds=20: sampler 'kvib' is tuned for a run of "
+            r"sampler.rounds rounds; set sampler.rounds=20",
+        ),
+        (
+            {**TINY, "availability": {"name": "bernoulli", "rates": [0.0] * 6}},
+            r"availability 'bernoulli' lets no client take part in any of the 2 rounds "
+            r"\(training.rounds=2\): nothing is trained and the model keeps its initial accuracy",
+        ),
+        (
+            {
+                **TINY,
+                "availability": {"name": "diurnal", "base": 0.0, "amplitude": 0.0, "period": 4},
+            },
+            r"availability 'diurnal' lets no client take part in any of the 2 rounds",
+        ),
+    ],
+)
+def test_legal_but_suspicious_values_are_warned_about_before_work(
+    machine, nothing_runs, config, message
+):
+    with pytest.warns(config_checks.ConfigWarning, match=message):
+        runs.resolve_config(config)
+
+
+def test_a_trace_that_starts_after_the_run_is_warned_about(tmp_path, monkeypatch, nothing_runs):
+    monkeypatch.chdir(tmp_path)
+    config = trace_config(tmp_path, "client,start,end\n0,2,5\n")
+    message = r"availability 'trace' lets no client take part in any of the 2 rounds"
+    with pytest.warns(config_checks.ConfigWarning, match=message):
+        runs.resolve_config(config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", config_checks.ConfigWarning)
+        runs.resolve_config(changed(config, "training.rounds", 3))  # round 2 has client 0

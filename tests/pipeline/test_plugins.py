@@ -98,7 +98,9 @@ def test_a_notebook_cells_sampler_is_refused_before_anything_trains(
 
 def test_a_lambda_is_refused_with_the_same_advice(tmp_path):
     name = f"lambda_{tmp_path.name}"
-    registry.register_sampler(name, lambda n, sizes, seed=0: None)
+    registry.register_sampler(
+        name, lambda n, sizes, seed=0: registry.SAMPLERS["random"](n, sizes, m=1, seed=seed)
+    )
     try:
         with pytest.raises(ValueError, match=r"inside a function.*importable module"):
             runs.run_grid([config(name)], cache_dir=str(tmp_path), workers=2)
