@@ -599,15 +599,23 @@ def test_the_committed_verdicts_are_the_notebooks(committed):
     small = committed["fedsum.claim_v.small_batch"]
     assert small.verdict == "inconclusive" and small.spread.startswith("not run")
     assert committed["fedsum.claim_iv.tau"].verdict == "held"
-    # sent per active client and round: in process the paper's counts; Flower's replies carry
-    # the client's model besides delta_i (FedSUM's family) or u_i (SCAFFOLD)
-    rows = {a: committed[f"fedsum.comm.{a}"] for a in fc.PAPER_COMMUNICATION}
-    sent = {a: (c.verdict, c.ours) for a, c in rows.items()}
-    assert sent == {
-        "fedsum_b": ("not held", 3.0),
-        "fedsum": ("not held", 4.0),
-        "fedsum_cr": ("not held", 3.0),
-        "scaffold": ("not held", 4.0),
+    # sent per active client and round: in process the paper's counts (the paper's rows);
+    # our Flower replies carry the client's model besides delta_i (FedSUM's family) or u_i
+    # (SCAFFOLD) (rows of ours)
+    method = {a: committed[f"fedsum.comm.{a}"] for a in fc.PAPER_COMMUNICATION}
+    assert {a: (c.verdict, c.ours) for a, c in method.items()} == {
+        "fedsum_b": ("held", 2.0),
+        "fedsum": ("held", 3.0),
+        "fedsum_cr": ("held", 2.0),
+        "scaffold": ("held", 3.0),
         "fedavg": ("held", 2.0),
     }
-    assert "in process (2, 1), Flower (2, 2)" in committed["fedsum.comm.fedsum"].spread
+    flower = {a: committed[f"fedsum.comm.flower.{a}"] for a in fc.PAPER_COMMUNICATION}
+    assert {a: (c.verdict, c.ours, c.kind) for a, c in flower.items()} == {
+        "fedsum_b": ("not held", 3.0, "ours"),
+        "fedsum": ("not held", 4.0, "ours"),
+        "fedsum_cr": ("not held", 3.0, "ours"),
+        "scaffold": ("not held", 4.0, "ours"),
+        "fedavg": ("held", 2.0, "ours"),
+    }
+    assert flower["fedsum"].spread.startswith("ours (down, up) (2, 2)")
