@@ -56,7 +56,7 @@ from aoi_fl.core import registry
 from aoi_fl.core.validation import require_choice, require_int, require_real
 from aoi_fl.flower.simulation import FlowerRun, serve
 from aoi_fl.flower.strategy import ON_FAILURE, SamplerStrategy
-from aoi_fl.pipeline import plugins
+from aoi_fl.pipeline import plugins, ray_grid
 from aoi_fl.pipeline.cache import arrays_bytes, atomic_write_bytes
 from aoi_fl.pipeline.runs import build_trainer, resolve_config
 
@@ -283,16 +283,19 @@ def serve_run(grid: Grid, context: Context) -> FlowerRun:
 # flwr run from Python
 
 
-def flower_environment(flwr_home: str | os.PathLike) -> dict[str, str]:
+def flower_environment(flwr_home: str | os.PathLike, ray_address: str) -> dict[str, str]:
     """This process's environment for Flower's processes: :data:`FLOWER_ENV`, Flower's files
     under ``flwr_home``, this interpreter's scripts first on the path (the SuperLink starts the
     others by name) and this checkout's ``aoi_fl`` first on the Python path; no colours
-    (:data:`COLOUR_FORCING`: the CLI's JSON must parse); no ``RAY_ADDRESS``
-    (the simulation starts a Ray instance of its own, as
-    :func:`aoi_fl.flower.simulation.run_flower` does)."""
+    (:data:`COLOUR_FORCING`: the CLI's JSON must parse); ``RAY_ADDRESS`` set to
+    ``ray_address``, a node of :func:`aoi_fl.pipeline.ray_grid.local_ray`, which the simulation
+    joins rather than start Ray itself (with :data:`~aoi_fl.pipeline.ray_grid.LOCAL_ENV`, so
+    that it reaches the node on 127.0.0.1)."""
     # a Jupyter kernel sets FORCE_COLOR and CLICOLOR_FORCE, and the CLI then colours its JSON
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", *COLOUR_FORCING)}
+    env = {k: v for k, v in os.environ.items() if k not in COLOUR_FORCING}
     env.update(FLOWER_ENV)
+    env.update(ray_grid.LOCAL_ENV)
+    env["RAY_ADDRESS"] = ray_address
     env["NO_COLOR"] = "1"
     env["FLWR_HOME"] = str(flwr_home)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -452,9 +455,13 @@ def run_flower_app(
     The configuration goes to the app as a temporary file (``config-file``), run by a SuperLink
     of this call's own (a free port, a temporary Flower home, the environment of
     :func:`flower_environment`) that is stopped when the run ends: one node per client, one
-    CPU per node, a Ray instance of ``num_cpus`` CPUs. What cannot run (a configuration, a
-    sampler the strategy refuses, a sampler or algorithm only this process has registered) is
-    refused before anything starts. ``quiet=False`` prints the run's log as it streams.
+    CPU per node, on a Ray node of ``num_cpus`` CPUs started for the run
+    (:func:`aoi_fl.pipeline.ray_grid.local_ray`: it comes up on a busy machine, where Flower's
+    own start of Ray fails now and then, and listens on 127.0.0.1 only). What cannot run (a
+    configuration, a sampler the strategy refuses, a sampler or algorithm only this process has
+    registered) is refused before anything starts; a run that does not complete raises
+    RuntimeError with its status and log (``flwr run --stream`` itself exits 0 after a failed
+    run). ``quiet=False`` prints the run's log as it streams.
     """
     resolved = resolve_config(config)
     timeout = require_real("timeout", timeout, minimum=0.0, strict_minimum=True)
@@ -486,11 +493,12 @@ def run_flower_app(
         }
         overrides = tmp / "overrides.toml"  # JSON's strings and numbers are TOML's
         overrides.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in run_config.items()))
+        # no init-args: ray.init refuses num_cpus when it joins a node that is up already
         federation = (
-            f"num-supernodes={resolved['partition']['n_clients']} "
-            f"client-resources-num-cpus=1 init-args-num-cpus={num_cpus}"
+            f"num-supernodes={resolved['partition']['n_clients']} client-resources-num-cpus=1"
         )
-        _run_app(app_dir, overrides, federation, flower_environment(tmp), quiet)
+        with ray_grid.local_ray(num_cpus) as address:
+            _run_app(app_dir, overrides, federation, flower_environment(tmp, address), quiet)
         history = json.loads((tmp / "history.json").read_text())
         with np.load(tmp / "model.npz") as arrays:
             final = {k: arrays[k] for k in arrays.files}

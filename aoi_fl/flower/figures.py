@@ -1,8 +1,9 @@
 """What notebook 18 shows of Flower runs beside in-process runs of the same configurations
-(:func:`aoi_fl.flower.simulation.run_both`): the record-by-record agreement, the clients both
-sides select, the participation statistics of the Flower trace beside a long trace of the same
-sampler and the policy's theory, every algorithm of the project in Flower (on the in-process
-grid, :func:`aoi_fl.flower.inprocess.run_in_process`), and the checks of what it prints.
+(:func:`flower_pairs`, cached; computed by ``flwr run`` of the project's app and the trainer):
+the record-by-record agreement, the clients both sides select, the participation statistics
+of the Flower trace beside a long trace of the same sampler and the policy's theory, every
+algorithm of the project in Flower (on the in-process grid,
+:func:`aoi_fl.flower.inprocess.run_in_process`), and the checks of what it prints.
 
 The participation statistics are a paper's (the notebook passes the AoI paper's
 ``results.participation_table``): the Flower layer sits beside the papers and imports none.
@@ -16,15 +17,65 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import torch
 from matplotlib.figure import Figure
 
 from aoi_fl.core.train import FederatedTrainer
-from aoi_fl.flower.simulation import FlowerRun, agreement
+from aoi_fl.flower.simulation import FlowerRun, agreement, one_thread
+from aoi_fl.pipeline.cache import ResultStore
 from aoi_fl.pipeline.plotting import plot_selections, style
+from aoi_fl.pipeline.runs import ExperimentResult, resolve_config, run_experiment
 
-#: one Flower run and the in-process run of the same configuration, per policy
-Pairs = Mapping[str, tuple[FlowerRun, FederatedTrainer]]
+#: one Flower run and the in-process run of the same configuration (a trainer that has run, or
+#: its record), per policy
+Pairs = Mapping[str, tuple[FlowerRun, FederatedTrainer | ExperimentResult]]
+#: the version of the Flower records :func:`flower_pairs` stores (part of their key): bump it
+#: when a code change alters what a Flower run of a configuration records
+FLOWER_RECORDS_VERSION = 1
+
+
+def flower_pairs(
+    configs: Mapping[str, dict[str, Any]],
+    results_dir: str,
+    data_root: str,
+    *,
+    rerun: bool = False,
+) -> dict[str, tuple[FlowerRun, ExperimentResult]]:
+    """Per policy, ``configs[policy]`` run twice with one torch thread: by ``flwr run`` of the
+    project's Flower App (:func:`aoi_fl.flower.app.run_flower_app`, one Ray node of 2 CPUs)
+    and by the in-process trainer (:func:`aoi_fl.pipeline.runs.run_experiment` on the CPU),
+    read back from the cache in ``results_dir`` where both are there.
+
+    The Flower run's history and final model are stored like a run's, in
+    :class:`~aoi_fl.pipeline.cache.ResultStore` under the key of its configuration marked as
+    a ``flwr run`` of it (:data:`FLOWER_RECORDS_VERSION`); the in-process run is the cached run
+    of the configuration. A pair with either side missing, or every pair with ``rerun``, is
+    computed again whole, both sides on this machine: a pair compares runs of one machine's
+    kernels. Re-plotting from the cache starts neither Flower nor Ray.
+    """
+    from aoi_fl.flower.app import run_flower_app
+
+    store = ResultStore(results_dir)
+    pairs = {}
+    for policy, config in configs.items():
+        resolved = resolve_config(config)
+        key = {"flower_records": FLOWER_RECORDS_VERSION, "by": "flwr run", "run": resolved}
+        hit = None if rerun or store.load(resolved) is None else store.load(key)
+        with one_thread():
+            trainer = run_experiment(
+                config,
+                cache_dir=results_dir,
+                rerun=hit is None,
+                data_root=data_root,
+                device="cpu",
+                progress=False,
+            )
+            if hit is None:
+                run = run_flower_app(config, data_root=data_root, num_cpus=2)
+                store.save(key, {"history": run.history}, run.final_params)
+            else:
+                run = FlowerRun(hit[0]["history"], hit[1])
+        pairs[policy] = (run, trainer)
+    return pairs
 
 
 def agreement_table(pairs: Pairs) -> pd.DataFrame:
@@ -118,9 +169,7 @@ def algorithms_in_flower(
     from aoi_fl.pipeline.runs import build_trainer
 
     rows = {}
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         for label, spec in algorithms.items():
             config = {**base, "training": {**base["training"], "algorithm": spec}}
             flower = run_in_process(config, data_root=data_root)
@@ -133,8 +182,6 @@ def algorithms_in_flower(
                 **agreement(flower, trainer),
                 "rounds trained per client": f"{counts.min()}..{counts.max()}",
             }
-    finally:
-        torch.set_num_threads(before)
     return pd.DataFrame(rows).T
 
 

@@ -4,8 +4,10 @@ The server side builds the configuration's sampler, learning-rate schedule, mode
 exactly as the in-process trainer does (:func:`aoi_fl.pipeline.runs.build_trainer`), so for the
 same seed the Flower run selects the same clients and starts from the same model; the clients
 are :func:`aoi_fl.flower.client.client_app` nodes, one per client, run by Flower's simulation
-runtime on a local Ray instance that it starts and ends itself. The model is evaluated centrally
-on the test set every ``eval_every`` rounds, as the trainer does.
+runtime on a Ray node of this machine alone, started and ended for the run
+(:func:`aoi_fl.pipeline.ray_grid.local_ray`: it comes up on a busy machine, and listens on
+127.0.0.1 only). The model is evaluated centrally on the test set every ``eval_every`` rounds,
+as the trainer does.
 
 Every algorithm of the project runs: the strategy holds the server's side and state, each node
 the client's (:mod:`aoi_fl.flower.strategy`, :mod:`aoi_fl.flower.client`). :func:`run_flower`
@@ -34,7 +36,8 @@ from flwr.simulation import run_simulation
 from aoi_fl.core.train import FederatedTrainer
 from aoi_fl.flower.client import client_app
 from aoi_fl.flower.strategy import SamplerStrategy
-from aoi_fl.pipeline import plugins
+from aoi_fl.pipeline import plugins, ray_grid
+from aoi_fl.pipeline.runs import ExperimentResult
 
 
 @dataclass(frozen=True)
@@ -129,8 +132,9 @@ def run_flower(
 ) -> FlowerRun:
     """Train ``config`` for its ``training.rounds`` rounds in a Flower simulation.
 
-    ``num_cpus`` is the size of the local Ray instance; each virtual client takes one CPU and
-    trains with ``threads`` torch threads (:func:`aoi_fl.flower.client.client_app`).
+    ``num_cpus`` is the size of the local Ray node (:func:`aoi_fl.pipeline.ray_grid.connected`:
+    none is started when this process is connected to Ray already); each virtual client takes
+    one CPU and trains with ``threads`` torch threads (:func:`aoi_fl.flower.client.client_app`).
     ``quiet`` keeps Flower's and Ray's progress logs (timings, addresses) to warnings and
     errors, so that a notebook's output is the same from run to run.
     """
@@ -150,37 +154,36 @@ def run_flower(
     def main(grid: Grid, context: Context) -> None:
         done.append(serve(grid, server, on_failure=on_failure, timeout=timeout))
 
-    init_args: dict[str, Any] = {"num_cpus": num_cpus, "include_dashboard": False}
-    if quiet:
-        init_args.update(logging_level=logging.ERROR, log_to_driver=False)
-    with flower_logs(quiet):
+    init_args = {"logging_level": logging.ERROR, "log_to_driver": False} if quiet else {}
+    # Flower's backend uses the Ray this process is connected to rather than start its own
+    with flower_logs(quiet), ray_grid.connected("local", num_cpus=num_cpus, **init_args):
         run_simulation(
             server_app=app,
             client_app=client_app(resolved, data_root, threads, shipped),
             num_supernodes=server.sampler.n,
-            backend_config={
-                "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
-                "init_args": init_args,
-            },
+            backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}},
         )
     if not done:
         raise RuntimeError("the Flower simulation ended without a result (see its log above)")
     return done[0]
 
 
-def agreement(run: FlowerRun, trainer: FederatedTrainer) -> dict[str, bool]:
-    """Whether a Flower run and an in-process run of the same configuration agree, record by
-    record: facts that hold bit for bit on any CPU when both sides train with the same kernels
-    and thread count (the numbers themselves move from CPU to CPU; these answers do not)."""
+def agreement(run: FlowerRun, trainer: FederatedTrainer | ExperimentResult) -> dict[str, bool]:
+    """Whether a Flower run and an in-process run of the same configuration (a trainer that has
+    run, or its record) agree, record by record: facts that hold bit for bit on any CPU when
+    both sides train with the same kernels and thread count (the numbers themselves move from
+    CPU to CPU; these answers do not)."""
     fl, h = run.history, trainer.history
+    if isinstance(trainer, ExperimentResult):
+        model = trainer.final_params
+    else:
+        model = {k: v.detach().cpu().numpy() for k, v in trainer.reported_params().items()}
     return {
         "same selections": fl["selected"] == h["selected"],
         "same weights": fl["weights"] == h["weights"],
         "same update norms": fl["update_norms"] == h["update_norms"],
-        "same model": all(
-            np.array_equal(run.final_params[k], v.cpu().numpy())
-            for k, v in trainer.reported_params().items()
-        ),
+        "same model": model.keys() == run.final_params.keys()
+        and all(np.array_equal(run.final_params[k], v) for k, v in model.items()),
         "same test accuracy": fl["eval_round"] == h["eval_round"]
         and fl["test_accuracy"] == h["test_accuracy"],
     }
@@ -230,13 +233,21 @@ def run_both(
     """
     from aoi_fl.pipeline.runs import build_trainer
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         flower = flower or functools.partial(run_flower, threads=1)
         run = flower(config, data_root=data_root, num_cpus=num_cpus)
         trainer = build_trainer(config, data_root, device="cpu")
         trainer.run()
+    return run, trainer
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """One torch thread for the block, the caller's count restored after: the thread count
+    under which Flower clients and the in-process trainer give the same bits."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
     finally:
         torch.set_num_threads(before)
-    return run, trainer

@@ -1,7 +1,10 @@
-"""The Flower App (``flower-app/``): its run configuration, and one ``flwr run`` of it against
-the in-process trainer."""
+"""The Flower App (``flower-app/``): its run configuration, one ``flwr run`` of it against the
+in-process trainer (its processes listening on loopback only), and a failed run reported."""
 
+import contextlib
+import importlib.util
 import json
+import os
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,6 +20,12 @@ from aoi_fl.flower import app, simulation  # noqa: E402
 from aoi_fl.pipeline import runs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+
+spec = importlib.util.spec_from_file_location(
+    "busy_machine", Path(__file__).parents[1] / "test_busy_machine.py"
+)
+busy_machine = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(busy_machine)
 
 #: the run configuration of flower-app/pyproject.toml: 10 clients, 3 rounds
 CONFIG = {
@@ -153,12 +162,14 @@ def test_a_result_that_cannot_be_written_fails_before_the_run(tmp_path):
 def test_flowers_processes_reach_no_network(tmp_path, monkeypatch):
     monkeypatch.setenv("RAY_ADDRESS", "auto")
     monkeypatch.setenv("FLWR_TELEMETRY_ENABLED", "1")
-    env = app.flower_environment(tmp_path)
+    env = app.flower_environment(tmp_path, "127.0.0.1:6379")
     assert env["FLWR_TELEMETRY_ENABLED"] == "0" and env["RAY_USAGE_STATS_ENABLED"] == "0"
     assert env["FLWR_DISABLE_UPDATE_CHECK"] == "1"
     assert env["FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION"] == "1"
-    assert env["FLWR_HOME"] == str(tmp_path) and "RAY_ADDRESS" not in env
-    assert env["PYTHONPATH"].split(":")[0] == str(ROOT)
+    assert env["FLWR_HOME"] == str(tmp_path) and env["PYTHONPATH"].split(":")[0] == str(ROOT)
+    # the simulation joins the caller's local node, on loopback, rather than start Ray itself
+    assert env["RAY_ADDRESS"] == "127.0.0.1:6379"
+    assert env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
 
 
 def test_what_cannot_run_is_refused_before_flower_starts(tmp_path, user_module):
@@ -170,10 +181,35 @@ def test_what_cannot_run_is_refused_before_flower_starts(tmp_path, user_module):
         app.run_flower_app(CONFIG, timeout=0)
 
 
+@pytest.mark.parametrize("status", ["finished:failed", "finished:stopped"])
+def test_a_run_that_did_not_complete_raises(tmp_path, monkeypatch, status):
+    # `flwr run --stream` exits 0 whatever the run's end: the status comes from `flwr ls`
+    @contextlib.contextmanager
+    def superlink(home, env):
+        yield app.CONNECTION
+
+    def flwr(env, *args, echo=False):
+        if args[0] == "run":
+            return 0, "Successfully started run 7\nthe run's log\n"
+        row = {"run-id": 7, "status": status, "status-details": "Simulation Runtime crashed"}
+        return 0, "a warning of the CLI\n" + json.dumps({"success": True, "runs": [row]})
+
+    monkeypatch.setattr(app, "_local_superlink", superlink)
+    monkeypatch.setattr(app, "_flwr", flwr)
+    env = app.flower_environment(tmp_path, "127.0.0.1:6379")
+    message = rf"(?s)the Flower run ended {status}: Simulation Runtime crashed.*the run's log"
+    with pytest.raises(RuntimeError, match=message):
+        app._run_app(app.APP_DIR, tmp_path / "o.toml", "num-supernodes=10", env, quiet=True)
+
+
 @pytest.mark.slow
 def test_flwr_run_of_the_app_reproduces_the_in_process_run():
     # both sides with one torch thread (run_both; the app's clients and server use one)
-    flower, trainer = simulation.run_both(CONFIG, "data", num_cpus=2, flower=app.run_flower_app)
+    with busy_machine.watch() as seen:
+        flower, trainer = simulation.run_both(CONFIG, "data", num_cpus=2, flower=app.run_flower_app)
+    # the SuperLink, its SuperExec, the simulation, the Ray node: all on loopback, all ended
+    assert seen and not busy_machine.beyond_loopback(seen)
+    assert not busy_machine.listening(busy_machine.descendants(os.getpid()))
     history = trainer.history
     for key in ("lr", "selected", "weights", "update_norms", "test_loss", "test_accuracy"):
         assert flower.history[key] == history[key], key
@@ -188,6 +224,6 @@ def test_the_clis_environment_has_no_colours_a_kernel_forces(monkeypatch, tmp_pa
     # a Jupyter kernel sets these, and the CLI then colours the JSON that `flwr ls` returns
     for name in app.COLOUR_FORCING:
         monkeypatch.setenv(name, "1")
-    env = app.flower_environment(tmp_path)
+    env = app.flower_environment(tmp_path, "127.0.0.1:6379")
     assert not set(app.COLOUR_FORCING) & set(env)
     assert env["NO_COLOR"] == "1" and env["FLWR_HOME"] == str(tmp_path)

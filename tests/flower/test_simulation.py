@@ -1,6 +1,11 @@
 """One end-to-end Flower simulation (10 nodes, Ray backend) against the trainer: FedSUM-CR, whose
 clients keep h_i, z_i and a_i in their nodes' state between the rounds they train (every other
-method is checked on the in-process grid, tests/flower/test_algorithms.py)."""
+method is checked on the in-process grid, tests/flower/test_algorithms.py). It runs beside two
+busy processes, and its Ray node listens on loopback only (issue 38)."""
+
+import importlib.util
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +15,12 @@ pytest.importorskip("flwr")
 
 from aoi_fl.flower.simulation import agreement, run_flower  # noqa: E402
 from aoi_fl.pipeline import runs  # noqa: E402
+
+spec = importlib.util.spec_from_file_location(
+    "busy_machine", Path(__file__).parents[1] / "test_busy_machine.py"
+)
+busy_machine = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(busy_machine)
 
 CONFIG = {
     "dataset": {"name": "mnist"},
@@ -37,7 +48,10 @@ def test_a_flower_simulation_reproduces_the_in_process_run(user_module):
     algorithm = {"name": "fedsum_cr", "local_steps": 2}
     training = {**CONFIG["training"], "algorithm": algorithm, "rounds": 4}
     config = {**CONFIG, "sampler": {"name": user_module, "seed": 0}, "training": training}
-    flower = run_flower(config, data_root="data", num_cpus=2, threads=1, on_failure="error")
+    with busy_machine.busy(), busy_machine.watch() as seen:
+        flower = run_flower(config, data_root="data", num_cpus=2, threads=1, on_failure="error")
+    assert seen and not busy_machine.beyond_loopback(seen)
+    assert not busy_machine.listening(busy_machine.descendants(os.getpid()))  # all ended
     assert flower.history["selected"] == [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]] * 2
     assert flower.history["failed"] == [[]] * 4  # every client trained
     torch.set_num_threads(1)  # as the Flower clients (the conftest restores it)

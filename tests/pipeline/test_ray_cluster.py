@@ -11,22 +11,19 @@ there, but the editable finder is never installed. The nodes start without ``PYT
 they and the driver run from temporary folders (Ray puts the driver's working directory on its
 workers' ``sys.path``). A task sent without ``py_modules`` checks that ``import aoi_fl`` fails on
 both nodes; the grid's tasks unpickle functions of ``aoi_fl``, so without ``py_modules`` in
-``ray_grid`` they would fail too.
+``ray_grid`` they would fail too. The nodes start, and the grid runs, beside two busy processes
+(``tests/test_busy_machine.py``): a node comes up on a machine busy with other work (issue 38).
 """
 
-import contextlib
 import importlib.util
 import json
 import logging
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -40,8 +37,12 @@ ray = pytest.importorskip("ray", reason="the optional extra 'ray' is not install
 import torch  # noqa: E402
 
 DATA = str(Path(__file__).resolve().parents[2] / "data")
-#: how long a node may take to start (the tests share the machine's cores with other work)
-START_S = 120
+
+spec = importlib.util.spec_from_file_location(
+    "busy_machine", Path(__file__).parents[1] / "test_busy_machine.py"
+)
+busy_machine = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(busy_machine)
 
 
 def _grid_tests():
@@ -51,12 +52,6 @@ def _grid_tests():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
 
 
 def _bare_python(root: Path) -> str:
@@ -74,100 +69,38 @@ def _bare_python(root: Path) -> str:
     return str(root / "bin" / "python")
 
 
-def _start_node(procs: list, python: str, root: Path, name: str, env: dict, *options: str) -> str:
-    """Start one node with ``ray start --block`` (its process appended to ``procs``), in a folder
-    of its own under ``root``; return the cluster's address once the node is up. Tried twice:
-    Ray gives a node 30 s to register with the cluster, which a machine busy with other work can
-    exceed."""
-    for attempt in (1, 2):
-        temp, log = root / f"{name}{attempt}", root / f"{name}{attempt}.log"
-        with open(log, "w") as out:
-            procs.append(
-                subprocess.Popen(
-                    [python, "-m", "ray.scripts.scripts", "start", "--block", "--num-cpus=1"]
-                    # a temp folder and ports of its own: nothing shared with other Ray
-                    # instances on this machine
-                    + [f"--temp-dir={temp}", f"--dashboard-agent-listen-port={_free_port()}"]
-                    + ["--disable-usage-stats", *options],
-                    cwd=root,
-                    env=env,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            )
-        deadline = time.monotonic() + START_S
-        while procs[-1].poll() is None and time.monotonic() < deadline:
-            with contextlib.suppress(FileNotFoundError):
-                if address := (temp / "ray_current_cluster").read_text().strip():
-                    return address
-            time.sleep(0.5)
-        text = log.read_text()
-        if attempt == 2 or "timed out during startup" not in text:
-            raise RuntimeError(f"the {name} node did not come up:\n{text[-3000:]}")
-
-
-def _ours(root: Path) -> list[int]:
-    """Processes whose command line names ``root``: the cluster's, and no other Ray's."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        with contextlib.suppress(OSError):
-            if str(root).encode() in cmdline.read_bytes():
-                found.append(int(cmdline.parent.name))
-    return found
-
-
-def _stop(procs: list[subprocess.Popen], root: Path) -> None:
-    """``ray start --block`` ends its node's processes on SIGTERM; whatever outlives it (or
-    hangs) is killed, found by its process group or by ``root`` in its command line."""
-    for proc in reversed(procs):  # the worker node first, while the head is still there
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # its group: the leader is not reaped yet
-            proc.wait()
-    for pid in _ours(root):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+@pytest.fixture
+def busy():
+    with busy_machine.busy():
+        yield
 
 
 @pytest.fixture
-def cluster():
+def cluster(busy):
     """The address of a cluster of two nodes of one CPU each, with resources ``head_node`` and
-    ``worker_node``, running a Python that cannot import aoi_fl."""
-    # short: Ray's socket paths in the session folder must stay under 107 characters
+    ``worker_node``, running a Python that cannot import aoi_fl. The nodes are started as
+    ``ray_grid`` starts its local one (:func:`ray_grid.ray_node`: every port given, so that it
+    comes up on a busy machine; one retry), but on the machine's address: a node on 127.0.0.1
+    takes no other node."""
     root = Path(tempfile.mkdtemp(prefix="aoi-ray-"))
-    procs: list[subprocess.Popen] = []
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     try:
         python = _bare_python(root / "env")
-        address = _start_node(
-            procs,
-            python,
-            root,
-            "head",
-            env,
-            "--head",
-            f"--port={_free_port()}",
-            f"--ray-client-server-port={_free_port()}",
-            "--include-dashboard=false",
-            f"--dashboard-port={_free_port()}",  # not 8265: another Ray may have it
-            "--resources=" + json.dumps({"head_node": 1}),
-        )
-        _start_node(
-            procs,
-            python,
-            root,
-            "worker",
-            env,
-            f"--address={address}",
-            "--resources=" + json.dumps({"worker_node": 1}),
-        )
-        yield address
+        node = {"python": python, "env": env, "cwd": root}
+        head = ["--head", "--no-monitor", "--num-cpus=1", "--include-dashboard=false"]
+        with (
+            ray_grid.ray_node(
+                [*head, "--resources=" + json.dumps({"head_node": 1})], **node
+            ) as address,
+            ray_grid.ray_node(
+                [f"--address={address}", "--num-cpus=1"]
+                + ["--resources=" + json.dumps({"worker_node": 1})],
+                **node,
+            ),
+        ):
+            yield address
     finally:
-        _stop(procs, root)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -190,7 +123,9 @@ def _nodes_without_py_modules(address: str) -> dict[str, tuple[str, str | None]]
             name: ray.remote(num_cpus=0, resources={name: 1})(probe).remote()
             for name in ("head_node", "worker_node")
         }
-        return {name: ray.get(task, timeout=START_S) for name, task in tasks.items()}
+        return {
+            name: ray.get(task, timeout=ray_grid.START_TIMEOUT_S) for name, task in tasks.items()
+        }
     finally:
         ray.shutdown()
 
