@@ -33,6 +33,7 @@ import torch
 from aoi_fl.core import registry
 from aoi_fl.core.algorithms import Algorithm
 from aoi_fl.core.availability import build_availability
+from aoi_fl.core.batch import RunBatch
 from aoi_fl.core.device import requested_device
 from aoi_fl.core.models import build_model
 from aoi_fl.core.train import (
@@ -42,7 +43,7 @@ from aoi_fl.core.train import (
     TrainSettings,
     rounds_to_target,
 )
-from aoi_fl.core.validation import require_choice, require_int
+from aoi_fl.core.validation import require_choice, require_int, require_real
 from aoi_fl.data import synthetic
 from aoi_fl.data.datasets import DatasetBundle, load_dataset, synthetic_cifar
 from aoi_fl.data.partition import (
@@ -54,7 +55,7 @@ from aoi_fl.data.partition import (
     lognormal_sizes,
     zipf_sizes,
 )
-from aoi_fl.pipeline import config_checks, plugins
+from aoi_fl.pipeline import batching, config_checks, plugins
 from aoi_fl.pipeline.cache import (
     CheckpointStore,
     ResultStore,
@@ -412,11 +413,21 @@ def run_experiment(
     checkpoint_every = require_int("checkpoint_every", checkpoint_every, minimum=1)
     if not checkpoint_seconds >= 0:
         raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
-    key = config_key(resolved)
     results = ResultStore(cache_dir)
     if not rerun and (hit := results.load(resolved)) is not None:
         return _cached(resolved, hit)
     _require_writable(cache_dir)
+    trainer, checkpoints = _resumed_trainer(resolved, cache_dir, rerun, data_root, device)
+    history = trainer.run(
+        progress=progress, on_round=_checkpointer(checkpoints, checkpoint_every, checkpoint_seconds)
+    )
+    return _stored(resolved, trainer, history, results, checkpoints)
+
+
+def _resumed_trainer(
+    resolved: dict, cache_dir: str, rerun: bool, data_root: str, device: str | None
+) -> tuple[FederatedTrainer, CheckpointStore]:
+    """The trainer of a missing run, resumed from its latest checkpoint (``rerun``: cleared)."""
     checkpoints = CheckpointStore(cache_dir, resolved)
     if rerun:
         checkpoints.clear()
@@ -431,17 +442,34 @@ def run_experiment(
             checkpoints.ignore(checkpoints.folder / "latest.json", exc)
             # loading may have changed some parts
             trainer = build_trainer(resolved, data_root, device)
+    return trainer, checkpoints
 
+
+def _checkpointer(
+    checkpoints: CheckpointStore, every: int, seconds: float
+) -> Callable[[FederatedTrainer], None]:
+    """Saves a run's state after a round that is a multiple of ``every`` once ``seconds`` have
+    passed since the last save (see :func:`run_experiment`)."""
     last_saved = time.monotonic()
 
-    def save_checkpoint(tr: FederatedTrainer) -> None:
+    def save(tr: FederatedTrainer) -> None:
         nonlocal last_saved
-        due = time.monotonic() - last_saved >= checkpoint_seconds
-        if due and tr.round % checkpoint_every == 0 and tr.round < tr.settings.rounds:
+        due = time.monotonic() - last_saved >= seconds
+        if due and tr.round % every == 0 and tr.round < tr.settings.rounds:
             checkpoints.save(tr.round, *tr.state_dict())
             last_saved = time.monotonic()
 
-    history = trainer.run(progress=progress, on_round=save_checkpoint)
+    return save
+
+
+def _stored(
+    resolved: dict,
+    trainer: FederatedTrainer,
+    history: dict,
+    results: ResultStore,
+    checkpoints: CheckpointStore,
+) -> ExperimentResult:
+    """Store a finished run in the cache, clear its checkpoints, and return it."""
     final = {k: v.cpu().numpy() for k, v in trainer.reported_params().items()}
     sampler = trainer.sampler.config()
     result = {
@@ -449,6 +477,7 @@ def run_experiment(
         "sampler": sampler,
         "torch_version": torch.__version__,
         "device": str(trainer.device),
+        "engine": trainer.local.engine,
     }
     if resolved["training"].get("keep_params", True):
         results.save(resolved, result, final)
@@ -457,8 +486,54 @@ def run_experiment(
         final = {}  # as a later cache hit gives it
     checkpoints.clear()
     return ExperimentResult(
-        key, resolved, copy.deepcopy(history), final, sampler, False, str(trainer.device)
+        config_key(resolved),
+        resolved,
+        copy.deepcopy(history),
+        final,
+        sampler,
+        False,
+        str(trainer.device),
     )
+
+
+class DeadlineReached(RuntimeError):
+    """``run_grid(deadline=...)`` ended before every run was trained: the finished runs are
+    stored, every unfinished one is checkpointed (the same call later resumes them)."""
+
+
+def _run_batch(
+    args: tuple[list[dict], str, bool, str, int | None, str | None, tuple, float | None],
+    on_stored: Callable[[int], None] | None = None,
+) -> int:
+    """Train the missing runs ``configs`` together (:class:`RunBatch`), each resumed from its
+    checkpoint, checkpointed as alone and stored in the cache as soon as it has finished
+    (then ``on_stored(i)``, for configuration i of the batch). At the ``deadline`` (seconds
+    since the epoch, None: none) every unfinished run is checkpointed; returns how many."""
+    configs, cache_dir, rerun, data_root, threads, device, shipped, deadline = args
+    if deadline is not None and time.time() >= deadline:  # queued in a worker past it
+        return len(configs)
+    plugins.install(shipped)  # in a spawned worker: the user's samplers and algorithms
+    if threads is not None:
+        torch.set_num_threads(threads)
+    results = ResultStore(cache_dir)
+    started = [_resumed_trainer(c, cache_dir, rerun, data_root, device) for c in configs]
+    trainers = [trainer for trainer, _ in started]
+    savers = [_checkpointer(checkpoints, 5, 30.0) for _, checkpoints in started]
+
+    def finish(i: int, trainer: FederatedTrainer) -> None:
+        _stored(configs[i], trainer, trainer.history, results, started[i][1])
+        if on_stored is not None:
+            on_stored(i)
+
+    unfinished = RunBatch(trainers).run(
+        on_round=lambda i, tr: savers[i](tr),
+        on_finish=finish,
+        stop=None if deadline is None else lambda: time.time() >= deadline,
+    )
+    for i in unfinished:
+        if trainers[i].round:
+            started[i][1].save(trainers[i].round, *trainers[i].state_dict())
+    return len(unfinished)
 
 
 def cached_results(
@@ -480,21 +555,6 @@ def cached_results(
     return found, missing
 
 
-def _run_one(args: tuple[dict, str, bool, str, int | None, str | None, tuple]) -> str:
-    config, cache_dir, rerun, data_root, threads, device, shipped = args
-    plugins.install(shipped)  # in a spawned worker: the user's samplers and algorithms
-    if threads is not None:
-        torch.set_num_threads(threads)
-    return run_experiment(
-        config,
-        cache_dir=cache_dir,
-        rerun=rerun,
-        progress=False,
-        data_root=data_root,
-        device=device,
-    ).key
-
-
 def run_grid(
     configs: Iterable[dict[str, Any]],
     *,
@@ -508,6 +568,8 @@ def run_grid(
     device: str | None = None,
     executor: str | None = None,
     ray_address: str | None = None,
+    batch: int | None = None,
+    deadline: float | None = None,
 ) -> list:
     """Results of ``configs`` (in order): cached ones are read, missing ones computed.
 
@@ -528,6 +590,18 @@ def run_grid(
     optional extra ``ray``): ``ray_address`` (default ``$RAY_ADDRESS``, else ``"local"``: a
     local instance of ``workers`` CPUs) names the cluster, each task takes ``threads`` CPUs (1 if
     None), and results come back to this process, which stores them in ``cache_dir``.
+
+    Locally, missing runs that can share a batch (one dataset, model architecture, device,
+    local-work shape and method: :mod:`aoi_fl.pipeline.batching`) train together, as one
+    computation (:class:`~aoi_fl.core.batch.RunBatch`), each with the numbers it has alone;
+    ``batch`` (default ``$AOI_FL_BATCH``, else a rule from the free memory) is the most runs a
+    batch takes (1: every run alone). With ``workers > 1`` each worker trains whole batches.
+    Ray tasks train one run each.
+
+    ``deadline`` (seconds since the epoch, as ``time.time()``; local executor only) ends the
+    grid there: no batch starts after it, the batches running stop after their current round
+    with every unfinished run checkpointed, and :class:`DeadlineReached` says how many runs
+    are left (the finished ones are stored and passed to ``on_result``).
     """
     executor = executor or os.environ.get(EXECUTOR_VAR) or "local"
     require_choice("executor", executor, EXECUTORS)
@@ -535,6 +609,9 @@ def run_grid(
     configs = [resolve_config(c) for c in given]  # every one checked before any trains
     devices = [config_device(c) if device is None else requested_device(device) for c in given]
     workers = require_int("workers", workers, minimum=1)
+    batching.batch_cap(batch)  # checked here, before anything is read or trained
+    if deadline is not None:
+        require_real("deadline", deadline)
     if threads is not None:  # each worker's torch.set_num_threads(threads)
         threads = require_int("threads", threads, minimum=1)
     store = ResultStore(cache_dir)
@@ -565,7 +642,6 @@ def run_grid(
     for i, hit in hits.items():
         finish(i, hit)
     own = threads if workers > 1 else None
-    jobs = {i: (configs[i], cache_dir, rerun, data_root, own, devices[i], shipped) for i in todo}
     if on_ray and todo:
         from aoi_fl.pipeline.ray_grid import ray_results, store_result
 
@@ -582,18 +658,79 @@ def run_grid(
         for i, stored, arrays, weights in _progress(results_iter, progress, "runs", len(todo)):
             store_result(cache_dir, configs[i], stored, arrays, weights)
             finish(i)
-    elif workers == 1:
-        for i in _progress(todo, progress and bool(todo), "runs"):
-            _run_one(jobs[i])
-            finish(i)
-    elif todo:
+        return [results[i] for i in range(len(configs))]
+    if deadline is not None and on_ray:
+        raise ValueError("deadline needs executor='local' (Ray tasks train whole runs)")
+    groups = _batches(todo, configs, devices, batch)
+    jobs = [
+        (
+            [configs[i] for i in group],
+            cache_dir,
+            rerun,
+            data_root,
+            own,
+            devices[group[0]],
+            shipped,
+            deadline,
+        )
+        for group in groups
+    ]
+    left = 0
+    bar = _bar(progress and bool(todo), len(todo))
+    if workers == 1 or len(jobs) <= 1:
+        for group, job in zip(groups, jobs, strict=True):
+
+            def stored(j: int, group: list[int] = group) -> None:
+                finish(group[j])
+                bar.update(1)
+
+            if deadline is not None and time.time() >= deadline:
+                left += len(group)
+                continue
+            left += _run_batch(job, stored)
+    elif jobs:
         ctx = mp.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {pool.submit(_run_one, job): i for i, job in jobs.items()}
-            for future in _progress(as_completed(futures), progress, "runs", len(futures)):
-                future.result()  # a failed run raises here
-                finish(futures[future])
+            futures = {pool.submit(_run_batch, job): g for job, g in zip(jobs, groups, strict=True)}
+            for future in as_completed(futures):
+                unfinished = future.result()  # a failed run raises here
+                left += unfinished
+                for i in futures[future]:
+                    if store.load(configs[i]) is not None:
+                        finish(i)
+                bar.update(len(futures[future]) - unfinished)
+    bar.close()
+    if left:
+        raise DeadlineReached(
+            f"deadline reached: {len(todo) - left} of {len(todo)} missing runs trained and "
+            f"stored in {cache_dir}, {left} left (checkpointed; run the grid again to resume)"
+        )
     return [results[i] for i in range(len(configs))]
+
+
+def _batches(
+    todo: list[int], configs: list[dict], devices: list[str | None], batch: int | None
+) -> list[list[int]]:
+    """The missing runs ``todo`` cut into batches (:mod:`aoi_fl.pipeline.batching`)."""
+    cap = batching.batch_cap(batch)
+    keys = [batching.batch_key(configs[i], devices[i]) for i in todo]
+    sizes: dict[str, int] = {}
+    for i, key in zip(todo, keys, strict=True):
+        if key not in sizes:
+            spec = dict(configs[i]["model"])
+            parameters = sum(p.numel() for p in build_model(spec.pop("name"), **spec).parameters())
+            clients = batching.clients_per_round(configs[i])
+            per_run = batching.run_bytes(parameters, clients)
+            sizes[key] = batching.runs_per_batch(per_run, devices[i], cap)
+    groups = batching.batch_groups(keys, [sizes[k] for k in keys])
+    return [[todo[j] for j in group] for group in groups]
+
+
+def _bar(enabled: bool, total: int) -> Any:
+    """A progress bar over ``total`` runs (a silent stand-in when ``enabled`` is false)."""
+    from tqdm import tqdm  # plain bars: tqdm.auto warns (with a machine path) without ipywidgets
+
+    return tqdm(total=total, unit="runs", disable=not enabled)
 
 
 def _progress(items: Iterable, enabled: bool, unit: str, total: int | None = None) -> Iterable:

@@ -177,15 +177,16 @@ def test_run_planned_keeps_the_summaries_of_runs_finished_before_a_failure(tmp_p
     # a long grid interrupted mid-way must not lose the summaries of its finished runs
     torch.set_num_threads(1)
     planned = [p for p in fx.plan("cases", "smoke") if p.pattern in ("P2", "biased")][:2]
-    real_run = runs.run_experiment
+    real_store = runs._stored
     second = runs.resolve_config(planned[1].config)
 
-    def second_run_fails(config, **kwargs):
+    def second_run_fails(config, *args):
+        # the two runs train in one batch: the second is interrupted as it is stored
         if config == second:
             raise KeyboardInterrupt("interrupted")
-        return real_run(config, **kwargs)
+        return real_store(config, *args)
 
-    monkeypatch.setattr(runs, "run_experiment", second_run_fails)
+    monkeypatch.setattr(runs, "_stored", second_run_fails)
     with pytest.raises(KeyboardInterrupt):
         fx.run_planned(
             planned,
@@ -194,7 +195,7 @@ def test_run_planned_keeps_the_summaries_of_runs_finished_before_a_failure(tmp_p
             data_root=DATA,
             progress=False,
         )
-    monkeypatch.setattr(runs, "run_experiment", real_run)
+    monkeypatch.setattr(runs, "_stored", real_store)
 
     def no_training(*args, **kwargs):
         raise AssertionError("a stored summary must not be recomputed")

@@ -243,17 +243,17 @@ def test_an_interrupted_run_resumes_to_the_uninterrupted_numbers(
 ):
     config = arena(policy, availability, seed=1, rounds=5)
     resolved = resolve_config(config)
-    original = FederatedTrainer._train
+    original = FederatedTrainer.train_locally
 
-    def dies_in_round_3(self, t, *args):
-        if t == 3:  # after round 3's selection (and probes), before its training ends
+    def dies_in_round_3(self, work):
+        if work.t == 3:  # after round 3's selection (and probes), before its training ends
             raise Interrupted
-        return original(self, t, *args)
+        return original(self, work)
 
-    monkeypatch.setattr(FederatedTrainer, "_train", dies_in_round_3)
+    monkeypatch.setattr(FederatedTrainer, "train_locally", dies_in_round_3)
     with pytest.raises(Interrupted):
         run(config, tmp_path / "killed", data_root, checkpoint_every=2, checkpoint_seconds=0)
-    monkeypatch.setattr(FederatedTrainer, "_train", original)
+    monkeypatch.setattr(FederatedTrainer, "train_locally", original)
     latest = CheckpointStore(tmp_path / "killed", resolved).folder / "latest.json"
     assert json.loads(latest.read_text())["round"] == 2
     assert not (tmp_path / "killed" / "runs").exists()
