@@ -10,6 +10,7 @@
 #   make foreign-cpu        the CPU-sensitive tests again, with the kernels of another x86-64 CPU
 #   make test-fast          the unit tests not marked slow (under a minute): for the edit-test loop
 #   make bench              performance benchmarks (ratios against references in the same run)
+#   make gpu-session MINUTES=8   on a CUDA machine: CUDA tests, GPU benchmark, then paper runs
 #   make lab                JupyterLab on the notebooks (LAB_IP, LAB_PORT; --allow-root when root)
 #   make report             the notebooks as static HTML in report/ (report-check: in Chromium)
 
@@ -25,6 +26,8 @@ EXECUTOR ?=
 LAB_IP  ?= 127.0.0.1
 LAB_PORT ?= 8888
 LAB_ARGS ?=
+# make gpu-session: the whole session's wall clock, in minutes
+MINUTES ?= 8
 # the unit tests' worker processes (pytest-xdist), one test file per worker
 TEST_JOBS ?= 2
 # each test worker single-threaded: TEST_JOBS workers with PyTorch's and OpenBLAS's default
@@ -45,7 +48,7 @@ export FLWR_TELEMETRY_ENABLED := 0
 export RAY_USAGE_STATS_ENABLED := 0
 
 .PHONY: all venv check-python data figures test test-fast lint unit foreign-cpu nbtest bench lab clean \
-	report browser report-check
+	report browser report-check gpu-session
 
 all: figures
 
@@ -106,6 +109,10 @@ test-fast: venv data
 
 bench: venv data
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+# on a lent GPU machine without the venv: PYTHONPATH=. python3 scripts/gpu_session.py --minutes 8
+gpu-session: venv data
+	$(PY) scripts/gpu_session.py --minutes $(MINUTES)
 
 lab: venv data
 	@echo "JupyterLab on the notebooks: open the http://$(LAB_IP):$(LAB_PORT)/lab?token=... URL it prints below (Ctrl-C stops it)"

@@ -182,13 +182,14 @@ def _batched_outputs(
 #: how many runs' single linear layer (softmax or linear regression) one evaluation product
 #: holds: always this many (a group with fewer runs is padded with zero models), so that the
 #: product has one shape, and a run's outputs one kernel, whatever runs are evaluated with it (a
-#: run alone is a group of one run and seven zero models). The outputs come classes first
-#: (classes x samples), where the softmax runs along the samples: on the 2-core machine
-#: PyTorch's cross-entropy of a (500, 10) block took 0.2-0.9 ms, a log-softmax over the classes
-#: of its (10, 500) transpose 16x less. Measured on that machine (10,000 test images, 784 -> 10,
-#: loaded): 12 ms a run for a full group against 35 ms for one run's own product and loss; the
-#: two differ in the last bits of the loss (e.g. 1e-6 on a sample's loss of order 1)
-EVAL_GROUP = 8
+#: run alone is a group of one run and three zero models). The outputs come classes first
+#: (classes x samples), where the softmax runs along the samples: PyTorch's cross-entropy of a
+#: (500, 10) block took 16x as long as a log-softmax over the classes of its (10, 500) transpose
+#: on the 2-core machine. Measured there (Fashion-MNIST's 10,000 test images, 784 -> 10, two
+#: threads; ms per run and evaluation, alone / in a batch of 32 runs): groups of 1: 7.8 / 7.2,
+#: 2: 9.0 / 4.0, 4: 9.4 / 2.3, 8: 14.4 / 1.6, 16: 20.0 / 1.3. Four keeps a run alone about as
+#: fast as before batching existed (one product of its own) and a batch 3x faster
+EVAL_GROUP = 4
 
 
 def _grouped_linear_sums(
