@@ -46,7 +46,7 @@ from aoi_fl.core.tensors import Params
 from aoi_fl.core.train import FederatedTrainer, RoundWork, evaluate_many
 
 #: the settings that decide the shape of the local work and the kernels
-_SHARED_SETTINGS = (
+SHARED_SETTINGS = (
     "local_epochs",
     "local_steps",
     "batch_size",
@@ -68,7 +68,7 @@ def batch_signature(trainer: FederatedTrainer) -> dict[str, Any]:
         "train": (tuple(trainer.data.train.x.shape), str(trainer.data.train.x.dtype)),
         "test": (tuple(trainer.data.test.x.shape), str(trainer.data.test.x.dtype)),
         "device": str(trainer.device),
-        **{name: getattr(s, name) for name in _SHARED_SETTINGS},
+        **{name: getattr(s, name) for name in SHARED_SETTINGS},
         "algorithm": (type(trainer.algorithm).__qualname__, trainer.algorithm.config()),
     }
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from aoi_fl.core.batch import SHARED_SETTINGS
 from aoi_fl.core.validation import require_int
 from aoi_fl.pipeline.cache import canonical_json
 
@@ -30,7 +31,8 @@ BATCH_VAR = "AOI_FL_BATCH"
 #: the most runs a batch takes when memory allows more: beyond this the shared engine call is
 #: already wide (hundreds of clients) and a batch only delays its first stored result
 MAX_RUNS = {"cpu": 64, "cuda": 256}
-#: the local-work settings that shape an engine call (with the method, the model and the data)
+#: what shapes an engine call besides the model and the data: the local work and the method
+_SHAPE_SETTINGS = (*SHARED_SETTINGS, "algorithm")
 _SHAPE_SETTINGS = (
     "local_epochs",
     "local_steps",

@@ -45,14 +45,6 @@ FIXED_SIZE = ("random", *LOSS_PROBING)
 PAIRED = ("uniform", "markov_available", *LOSS_PROBING, "clustered_similarity")
 
 
-@pytest.fixture(scope="module")
-def data_root() -> str:
-    root = ROOT / "data"
-    if not (root / "FashionMNIST").exists():
-        pytest.skip(f"no Fashion-MNIST under {root} (`make data` fetches it)")
-    return str(root)
-
-
 def arena(policy, availability="bernoulli", seed=0, **training):
     """The arena's smoke configuration of ``policy`` (screen tier), with training changes."""
     config = ex.config(policy, availability, seed, tier="screen", profile="smoke")

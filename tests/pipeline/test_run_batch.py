@@ -39,14 +39,6 @@ from tests.fedsum.test_algorithms import ALGORITHM_SPECS, ls_config
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def data_root() -> str:
-    root = ROOT / "data"
-    if not (root / "FashionMNIST").exists():
-        pytest.skip(f"no Fashion-MNIST under {root} (`make data` fetches it)")
-    return str(root)
-
-
 def same_run(a, b) -> None:
     """Two trainers (or their histories and models) are bit for bit the same run."""
     assert json.dumps(a.history, sort_keys=True) == json.dumps(b.history, sort_keys=True)
