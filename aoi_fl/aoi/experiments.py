@@ -96,7 +96,11 @@ PAPER_MODELS = {
     "cifar10": "mcmahan_cifar_cnn",
     "cifar100": "mcmahan_cifar_cnn",
 }
-_PAIR = ("random", "markov_optimal")
+#: the two policies of the paper's speed-up claim (Figs 5-7: Markov optimal against random)
+PAIR = ("random", "markov_optimal")
+#: how many seeds of the paper profile's Fig. 5 pair notebook 05 looks for in the cache: runs
+#: computed where the paper's CNN at its horizons is affordable (a GPU), beyond the profile's 5
+REGIME_SEEDS = 100
 #: what every panel of the cpu and paper profiles shares (Sec. V and the module docstring)
 _PROTOCOL: dict[str, Any] = {
     "local_work": ("steps", 5),
@@ -119,7 +123,7 @@ _EPOCHS = {
     "eval_every": 1,
     "screen_samples": 0,
     "client_loss_samples": 50,
-    "policies": _PAIR,
+    "policies": PAIR,
 }
 _SMALL = {**_PROTOCOL, "model": "small_cnn"}
 
@@ -142,7 +146,7 @@ PANELS: dict[str, dict[str, dict[str, Any]]] = {
             "dataset": "mnist",
             "rounds": {"iid": 120, "noniid": 200},
             "seeds": 10,
-            "policies": _PAIR,
+            "policies": PAIR,
         },
         "epochs": {**_EPOCHS, "dataset": "mnist", "rounds": {"iid": 20, "noniid": 30}, "seeds": 2},
         "fashion": {
@@ -159,7 +163,7 @@ PANELS: dict[str, dict[str, dict[str, Any]]] = {
             "dataset": "mnist",
             "rounds": {"iid": 150, "noniid": 250},
             "seeds": 30,
-            "policies": _PAIR,
+            "policies": PAIR,
         },
         "epochs": {
             **_EPOCHS,
@@ -196,10 +200,10 @@ _SMOKE = {
 PANELS["smoke"] = {
     "main_mnist": {**_SMOKE, "dataset": "mnist"},
     **{
-        f"main_{d}": {**_SMOKE, "dataset": d, "model": "fedsum_cifar_cnn", "policies": _PAIR}
+        f"main_{d}": {**_SMOKE, "dataset": d, "model": "fedsum_cifar_cnn", "policies": PAIR}
         for d in ("cifar10", "cifar100")
     },
-    "power": {**_SMOKE, "dataset": "mnist", "policies": _PAIR, "seeds": 2},
+    "power": {**_SMOKE, "dataset": "mnist", "policies": PAIR, "seeds": 2},
     "epochs": {
         **_SMOKE,
         **_EPOCHS,
@@ -208,7 +212,7 @@ PANELS["smoke"] = {
         "seeds": 1,
         "local_work": ("epochs", 1),
     },
-    "fashion": {**_SMOKE, "dataset": "fashion_mnist", "policies": _PAIR},
+    "fashion": {**_SMOKE, "dataset": "fashion_mnist", "policies": PAIR},
 }
 
 
@@ -216,6 +220,13 @@ def panel(name: str, profile: str) -> dict[str, Any]:
     """The settings of panel ``name`` (``main_<dataset>``, ``power``, ``epochs``, ``fashion``)."""
     profile = require_choice("profile", profile, PROFILES)
     return dict(PANELS[profile][require_choice("panel", name, PANELS[profile])])
+
+
+def regime_grid(seeds: int = REGIME_SEEDS) -> list[dict[str, Any]]:
+    """Fig. 5's pair (:data:`PAIR`) in the paper's regime: the ``paper`` profile's main MNIST
+    panel (the paper's CNN, K = 5 local steps, its horizons) at seeds 0 .. ``seeds`` - 1."""
+    configs = panel_grid("main_mnist", "paper", seeds=range(seeds))
+    return [c for c in configs if c["sampler"]["name"] in PAIR]
 
 
 def schedule(profile: str, dataset: str) -> dict[str, Any]:

@@ -320,6 +320,38 @@ class PanelNotebook:
             print_paired_answer(results, dataset)
         return results
 
+    def show_regime(self, figure: str, title: str) -> list[Any]:
+        """Fig. 5's pair in the paper's regime, from the cache only (nothing is trained):
+        Markov optimal and random in the ``paper`` profile's main MNIST panel at every seed
+        where both are cached (:func:`experiments.regime_grid`; runs computed where the paper's
+        CNN at its horizons is affordable, e.g. a GPU). Prints how many paired seeds there are
+        and which devices trained them, then the plot, the paired answer and the screening
+        check. Returns the runs."""
+        found, _ = runs.cached_results(experiments.regime_grid(), cache_dir=self.env.RESULTS)
+        results = summaries.complete_pairs(found, experiments.PAIR)
+        p = experiments.panel("main_mnist", "paper")
+        seeds = {
+            split: sorted(
+                {
+                    r.config["training"]["seed"]
+                    for r in results
+                    if experiments.split_of(r.config) == split
+                }
+            )
+            for split in experiments.SPLITS
+        }
+        print(
+            f"main_mnist, paper profile (the paper's CNN, 5 local steps, rounds IID "
+            f"{p['rounds']['iid']} / non-IID {p['rounds']['noniid']}), Markov optimal and random: "
+            + ", ".join(f"{split} {len(s)} paired seeds" for split, s in seeds.items())
+            + f"; trained on {', '.join(sorted({r.device for r in results})) or 'nothing cached'}"
+        )
+        if results:
+            self.env.show(plot_panel(results, "mnist", title), figure)
+            print_paired_answer(results, "mnist")
+            print_screening_and_final_accuracy(results, "mnist")
+        return results
+
     def check(self) -> None:
         """Say which panels were skipped for want of data, then assert what the notebook printed
         of every panel shown (:func:`check_panel`; all of a panel's runs present unless only the

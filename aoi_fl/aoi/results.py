@@ -165,6 +165,23 @@ def _all_reached(reached: str) -> bool:
     return hits == seeds
 
 
+def complete_pairs(results: Iterable[Any], policies: Sequence[str]) -> list[Any]:
+    """The runs of ``results`` whose (split, seed) has a run of every one of ``policies``: the
+    paired seeds among runs cached piecemeal (e.g. computed on a GPU in several sessions)."""
+    results = list(results)
+    have: dict[tuple[str, int], set[str]] = {}
+    for r in results:
+        key = (split_of(r.config), r.config["training"]["seed"])
+        have.setdefault(key, set()).add(r.config["sampler"]["name"])
+    complete = {k for k, names in have.items() if set(policies) <= names}
+    return [
+        r
+        for r in results
+        if (split_of(r.config), r.config["training"]["seed"]) in complete
+        and r.config["sampler"]["name"] in policies
+    ]
+
+
 def final_accuracy_table(results: Iterable[Any], last: int = 5) -> pd.DataFrame:
     """Mean test accuracy over the last ``last`` evaluations that every seed of a group made (a
     screened run adds evaluations near the target at rounds of its own), mean and sd over seeds."""

@@ -262,3 +262,12 @@ def test_plot_panel_draws_both_splits_and_the_papers_markers():
         "(a) mnist IID",
         "(b) mnist non-IID (Dirichlet 0.3)",
     ]
+
+
+def test_the_regime_grid_is_the_paper_profiles_fig5_pair_at_every_seed():
+    configs = ex.regime_grid(seeds=4)
+    assert len(configs) == 4 * 2 * 2  # seeds x splits x the pair
+    assert {c["sampler"]["name"] for c in configs} == set(ex.PAIR)
+    paper = ex.panel_grid("main_mnist", "paper", seeds=range(4))
+    assert all(c in paper for c in configs)
+    assert {c["training"]["seed"] for c in configs} == {0, 1, 2, 3}

@@ -238,3 +238,24 @@ def test_theorem1_and_optimiser_tables():
     optimiser = results.optimiser_table(3, grid[:1])
     assert optimiser["optimiser = closed form"].all() and optimiser["pi_0 = m/n"].all()
     assert not optimiser["optimiser below it"].any()
+
+
+def test_complete_pairs_keeps_the_seeds_where_every_policy_is_cached():
+    from types import SimpleNamespace
+
+    def run(split, policy, seed):
+        partition = {"name": "iid" if split == "iid" else "dirichlet"}
+        config = {"partition": partition, "training": {"seed": seed}, "sampler": {"name": policy}}
+        return SimpleNamespace(config=config)
+
+    runs = [
+        run("iid", "random", 0),
+        run("iid", "markov_optimal", 0),
+        run("iid", "random", 1),  # its pair is missing
+        run("noniid", "markov_optimal", 0),
+        run("noniid", "random", 0),
+        run("noniid", "probabilistic", 0),  # not one of the pair
+    ]
+    kept = results.complete_pairs(runs, ("random", "markov_optimal"))
+    assert kept == [runs[0], runs[1], runs[3], runs[4]]
+    assert results.complete_pairs(runs, ("random", "oort")) == []
