@@ -16,6 +16,10 @@ pass. Training amplifies the devices' rounding: the clients' update norms differ
 (relative) after one round (3.8e-3 after two; between two CPUs 3.6e-6 after one, README), and
 the screen accuracy of round 1 was the same. The bounds are 10 times these (1e-2 for the norms,
 1e-7 for the initial losses) and 10 screen images (0.005) for the screen accuracy.
+
+Over a whole run the devices stay close: one of them (IID, random, seed 5) replayed on the CPU to
+36 rounds (280 s here) reached 97% in round 33, as on the GPU, with test accuracies within 0.0016
+at the 24 common evaluations (0.0004 from round 10 on); too long for the tests.
 """
 
 from __future__ import annotations
