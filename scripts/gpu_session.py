@@ -155,28 +155,26 @@ ORDER: list[Entry] = [
 # arguments
 
 
-def _minutes(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--minutes must be a number of minutes, got {text!r}"
-        ) from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(
-            f"--minutes must be a positive number of minutes, got {text!r}"
-        )
-    return value
+def _real(unit: str, name: str = "", *, positive: bool = False):
+    """An argparse type: a finite number of ``unit``, at least 0 (``positive``: above 0)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name}must be a number of {unit}, got {text!r}"
+            ) from None
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            what = f"a positive number of {unit}" if positive else f"a number of {unit} >= 0"
+            raise argparse.ArgumentTypeError(f"{name}must be {what}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
-    return value
+_minutes = _real("minutes", "--minutes ", positive=True)
+_seconds = _real("seconds")
 
 
 def _positive(text: str) -> int:

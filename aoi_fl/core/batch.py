@@ -26,7 +26,10 @@ has the bits it has trained alone by :meth:`FederatedTrainer.run` on the same ma
 device (``tests/pipeline/test_run_batch.py`` checks it for every method and engine). On a GPU a
 kernel may choose its algorithm by the shape of the whole call (cuDNN); the engines padded to
 a fixed chunk there keep the shapes fixed, and the GPU session checks the bits before it keeps
-any run.
+any run. The equality is tested with one torch thread per process (what ``make test`` and the
+grid workers use): with two threads a small batched product can be split over the threads by the
+batch's size, and the K-Vib full-information runs then differ from their runs alone in the last
+bits.
 
 Runs at different rounds (some resumed from a checkpoint) share a batch too: their learning
 rates may differ, and the clients of runs with another learning rate, or another per-round

@@ -33,16 +33,6 @@ BATCH_VAR = "AOI_FL_BATCH"
 MAX_RUNS = {"cpu": 64, "cuda": 256}
 #: what shapes an engine call besides the model and the data: the local work and the method
 _SHAPE_SETTINGS = (*SHARED_SETTINGS, "algorithm")
-_SHAPE_SETTINGS = (
-    "local_epochs",
-    "local_steps",
-    "batch_size",
-    "loss",
-    "engine",
-    "client_chunk",
-    "full_information",
-    "algorithm",
-)
 
 
 def batch_key(config: Mapping[str, Any], device: str | None) -> str:
