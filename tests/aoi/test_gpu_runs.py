@@ -69,7 +69,8 @@ def test_the_first_round_of_a_gpu_run_replayed_on_the_cpu_agrees(split, policy):
     assert h["selected"] == g["selected"][:1] and h["weights"] == g["weights"][:1]
     assert h["lr"] == g["lr"][:1]
     assert (h["eval_round"][0], g["eval_round"][0]) == (0, 0)
-    assert h["test_accuracy"][0] == g["test_accuracy"][0]
+    # one forward pass: the same accuracy here; another CPU may flip a near-tie (one image)
+    assert h["test_accuracy"][0] == pytest.approx(g["test_accuracy"][0], abs=1e-4)
     assert h["test_loss"][0] == pytest.approx(g["test_loss"][0], rel=LOSS_TOLERANCE)
     assert h["client_losses"][0] == pytest.approx(g["client_losses"][0], rel=LOSS_TOLERANCE)
     norms, reference = np.array(h["update_norms"][0]), np.array(g["update_norms"][0])
