@@ -26,10 +26,10 @@ has the bits it has trained alone by :meth:`FederatedTrainer.run` on the same ma
 device (``tests/pipeline/test_run_batch.py`` checks it for every method and engine). On a GPU a
 kernel may choose its algorithm by the shape of the whole call (cuDNN); the engines padded to
 a fixed chunk there keep the shapes fixed, and the GPU session checks the bits before it keeps
-any run. The equality is tested with one torch thread per process (what ``make test`` and the
-grid workers use): with two threads a small batched product can be split over the threads by the
-batch's size, and the K-Vib full-information runs then differ from their runs alone in the last
-bits.
+any run. With more than one torch thread the BLAS would split a product over a lone client
+across its threads and compute each client of a larger call on one thread;
+:func:`~aoi_fl.core.engines.client_products` pads a call over fewer clients than threads, so a
+client's product has the same bits in any call (tested at one, two and four threads).
 
 Runs at different rounds (some resumed from a checkpoint) share a batch too: their learning
 rates may differ, and the clients of runs with another learning rate, or another per-round

@@ -181,6 +181,39 @@ def check_model(model: nn.Module) -> None:
             )
 
 
+def _with_copies(t: torch.Tensor, extra: int) -> torch.Tensor:
+    """``t`` with ``extra`` copies of its last client appended, in ``t``'s memory layout (a
+    transposed operand stays transposed, so the BLAS runs the same kernel on it)."""
+    perm = (0, *sorted(range(1, t.dim()), key=lambda d: -t.stride(d)))
+    base = t.permute(perm)
+    padded = torch.cat((base, base[-1:].expand(extra, *base.shape[1:])))
+    return padded.permute([perm.index(d) for d in range(t.dim())])
+
+
+def client_products(
+    x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``x_c w_c (+ bias_c)`` for every client c, with bits that do not depend on the call's size.
+
+    PyTorch hands a product over one client to the BLAS's gemm, which may split that product over
+    its threads, and a product over several clients to the batched gemm, which computes each
+    client's product on one thread. With two threads on the 2-core machine a lone client's weight
+    gradient (10 x 64 by 64 x 60, or 10 x 32 by 32 x 784) came out with other last bits than the
+    same client's among others, so a run alone and the same run in a batch could drift apart.
+    A call over fewer clients than torch has threads is therefore padded to one client per
+    thread with copies of its last client, whose products are dropped: every client's product
+    is made whole by one thread whatever shares the call (as with one thread, so runs computed
+    single-threaded keep their bits).
+    """
+    clients, threads = x.shape[0], torch.get_num_threads()
+    if 0 < clients < threads:
+        extra = threads - clients
+        x, w = _with_copies(x, extra), _with_copies(w, extra)
+        bias = None if bias is None else _with_copies(bias, extra)
+    out = torch.bmm(x, w) if bias is None else torch.baddbmm(bias[:, None], x, w)
+    return out[:clients]
+
+
 class _BatchedLinear(torch.autograd.Function):
     """y_c = x_c W_c^T + b_c for every client c, with gradients laid out like the parameters.
 
@@ -190,8 +223,7 @@ class _BatchedLinear(torch.autograd.Function):
 
     @staticmethod
     def forward(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        w = weight.transpose(1, 2)
-        return torch.bmm(x, w) if bias is None else torch.baddbmm(bias[:, None], x, w)
+        return client_products(x, weight.transpose(1, 2), bias)
 
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple, output: torch.Tensor) -> None:
@@ -202,8 +234,8 @@ class _BatchedLinear(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, g: torch.Tensor) -> tuple:
         x, weight = ctx.saved_tensors
-        gx = torch.bmm(g, weight) if ctx.needs_input_grad[0] else None
-        gw = torch.bmm(g.transpose(1, 2), x)
+        gx = client_products(g, weight) if ctx.needs_input_grad[0] else None
+        gw = client_products(g.transpose(1, 2), x)
         return gx, gw, (g.sum(dim=1) if ctx.has_bias else None)
 
 
@@ -480,17 +512,15 @@ def _linear_gradients(name: str, loss: str) -> GradientFn:
 
     def gradients(params: Params, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor) -> Params:
         x = x.reshape(x.shape[0], x.shape[1], -1)
-        w = params[weight].transpose(1, 2)
-        b = params.get(bias)
-        out = torch.bmm(x, w) if b is None else torch.baddbmm(b[:, None], x, w)
+        out = client_products(x, params[weight].transpose(1, 2), params.get(bias))
         if loss == "cross_entropy":
             d_out = torch.softmax(out, dim=2)
             d_out.scatter_add_(2, y[..., None], torch.full_like(d_out[..., :1], -1.0))
         else:
             d_out = (out - y.to(out.dtype).view_as(out)).mul_(2.0 / out.shape[2])
         d_out.mul_((mask / mask.sum(dim=1, keepdim=True))[..., None])
-        grads = {weight: torch.bmm(d_out.transpose(1, 2), x)}
-        if b is not None:
+        grads = {weight: client_products(d_out.transpose(1, 2), x)}
+        if bias in params:
             grads[bias] = d_out.sum(dim=1)
         return grads
 

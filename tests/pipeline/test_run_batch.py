@@ -21,9 +21,12 @@ import time
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aoi_fl.arena import experiments as arena
 from aoi_fl.core.batch import RunBatch, batch_signature
+from aoi_fl.core.engines import client_products
 from aoi_fl.kvib.experiments import synthetic_config
 from aoi_fl.pipeline import batching
 from aoi_fl.pipeline.cache import CheckpointStore
@@ -148,6 +151,44 @@ def test_a_cnn_with_screening_client_losses_and_uneven_epochs_trains_in_a_batch_
 def test_the_full_information_mode_trains_in_a_batch_as_alone():
     configs = [synthetic_config(name, 0, "smoke") for name in ("kvib", "vrb", "optimal")]
     check_partners(configs)
+
+
+# ---------------------------------------------------------------------------------------------
+# more than one torch thread: a lone client's product once took another kernel path
+
+
+@pytest.mark.parametrize("threads", (2, 4))
+@given(
+    clients=st.integers(2, 9),
+    shape=st.sampled_from([(64, 60, 10), (32, 784, 10), (50, 20, 1), (5, 8, 3)]),
+    transposed=st.booleans(),
+)
+@settings(max_examples=12, deadline=None)
+def test_a_clients_product_has_the_same_bits_alone_and_among_others(
+    threads, clients, shape, transposed
+):
+    torch.set_num_threads(threads)  # the autouse fixture restores the count
+    rows, inner, cols = shape
+    g = torch.Generator().manual_seed(clients)
+    a = torch.randn(clients, inner, rows, generator=g).transpose(1, 2)
+    if not transposed:
+        a = a.contiguous()
+    b = torch.randn(clients, inner, cols, generator=g)
+    bias = torch.randn(clients, cols, generator=g)
+    together, plain = client_products(a, b, bias), client_products(a, b)
+    for c in range(clients):
+        one = slice(c, c + 1)
+        assert torch.equal(client_products(a[one], b[one], bias[one])[0], together[c])
+        assert torch.equal(client_products(a[one], b[one])[0], plain[c])
+
+
+def test_runs_keep_their_bits_in_a_batch_with_two_threads():
+    torch.set_num_threads(2)
+    configs = [synthetic_config(name, 0, "smoke") for name in ("kvib", "vrb", "optimal")]
+    check_partners(configs)
+    base = ls_config("scaffold", rounds=4)
+    base["training"]["engine"] = "stacked"
+    check_partners([seeded(base, s) for s in (0, 1, 2)])
 
 
 # ---------------------------------------------------------------------------------------------
