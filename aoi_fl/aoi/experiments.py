@@ -222,10 +222,12 @@ def panel(name: str, profile: str) -> dict[str, Any]:
     return dict(PANELS[profile][require_choice("panel", name, PANELS[profile])])
 
 
-def regime_grid(seeds: int = REGIME_SEEDS) -> list[dict[str, Any]]:
-    """Fig. 5's pair (:data:`PAIR`) in the paper's regime: the ``paper`` profile's main MNIST
-    panel (the paper's CNN, K = 5 local steps, its horizons) at seeds 0 .. ``seeds`` - 1."""
-    configs = panel_grid("main_mnist", "paper", seeds=range(seeds))
+def regime_grid(panel: str = "main_mnist", seeds: int = REGIME_SEEDS) -> list[dict[str, Any]]:
+    """Fig. 5's pair (:data:`PAIR`) in the ``paper`` profile's ``panel`` at seeds 0 ..
+    ``seeds`` - 1: for ``main_mnist`` the paper's regime (its CNN, K = 5 local steps, its
+    horizons); for ``power`` the small-CNN power panel at its paper-profile horizons."""
+    panel = require_choice("panel", panel, ("main_mnist", "power"))
+    configs = panel_grid(panel, "paper", seeds=range(seeds))
     return [c for c in configs if c["sampler"]["name"] in PAIR]
 
 

@@ -320,16 +320,17 @@ class PanelNotebook:
             print_paired_answer(results, dataset)
         return results
 
-    def show_regime(self, figure: str, title: str) -> list[Any]:
-        """Fig. 5's pair in the paper's regime, from the cache only (nothing is trained):
-        Markov optimal and random in the ``paper`` profile's main MNIST panel at every seed
-        where both are cached (:func:`experiments.regime_grid`; runs computed where the paper's
-        CNN at its horizons is affordable, e.g. a GPU). Prints how many paired seeds there are
-        and which devices trained them, then the plot, the paired answer and the screening
-        check. Returns the runs."""
-        found, _ = runs.cached_results(experiments.regime_grid(), cache_dir=self.env.RESULTS)
+    def show_regime(self, figure: str, title: str, panel: str = "main_mnist") -> list[Any]:
+        """Fig. 5's pair in the ``paper`` profile's ``panel``, from the cache only (nothing is
+        trained): Markov optimal and random at every seed where both are cached
+        (:func:`experiments.regime_grid`; ``main_mnist``: the paper's regime, its CNN at its
+        horizons, affordable on a GPU; ``power``: the small-CNN power panel at its 30 seeds).
+        Prints how many paired seeds there are and which devices trained them, then the plot,
+        the paired answer and the screening check. Returns the runs."""
+        grid = experiments.regime_grid(panel)
+        found, _ = runs.cached_results(grid, cache_dir=self.env.RESULTS)
         results = summaries.complete_pairs(found, experiments.PAIR)
-        p = experiments.panel("main_mnist", "paper")
+        p = experiments.panel(panel, "paper")
         seeds = {
             split: sorted(
                 {
@@ -340,10 +341,12 @@ class PanelNotebook:
             )
             for split in experiments.SPLITS
         }
+        model = "the paper's CNN" if p.get("model") is None else f"model {p['model']}"
         print(
-            f"main_mnist, paper profile (the paper's CNN, 5 local steps, rounds IID "
+            f"{panel}, paper profile ({model}, 5 local steps, rounds IID "
             f"{p['rounds']['iid']} / non-IID {p['rounds']['noniid']}), Markov optimal and random: "
             + ", ".join(f"{split} {len(s)} paired seeds" for split, s in seeds.items())
+            + f" (the profile plans {p['seeds']})"
             + f"; trained on {', '.join(sorted({r.device for r in results})) or 'nothing cached'}"
         )
         if results:

@@ -271,3 +271,7 @@ def test_the_regime_grid_is_the_paper_profiles_fig5_pair_at_every_seed():
     paper = ex.panel_grid("main_mnist", "paper", seeds=range(4))
     assert all(c in paper for c in configs)
     assert {c["training"]["seed"] for c in configs} == {0, 1, 2, 3}
+    power = ex.regime_grid("power", seeds=3)
+    assert power == ex.panel_grid("power", "paper", seeds=range(3))
+    with pytest.raises(ValueError, match="panel.*'epochs'"):
+        ex.regime_grid("epochs")
