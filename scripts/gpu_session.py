@@ -28,12 +28,16 @@ from the start:
    stops the session before any run is trained (``--train-anyway`` trains all the same).
 3. The GPU part of ``benchmarks/bench_batch.py`` (``--gpu-only``), capped at ``--bench-cap``.
 4. The runs of :data:`ORDER`, in that order, until ``--margin`` seconds before the end:
-   (a) the AoI paper's Fig. 5 main MNIST panel in the paper profile, Markov optimal and random on
-   IID and Dirichlet(0.3), its seeds (``panel_grid("main_mnist", "paper")``); (b) the AoI power
-   panel in the paper profile (the small CNN, Markov optimal against random, 30 paired seeds);
-   (c) FedSUM's long-horizon panel in the paper profile (the small CNN, 9 methods x P1-P3 x 3
-   seeds, T = 2000), whose full runs go to ``<cache>/full`` as notebook 17 keeps them, with the
-   summaries notebook 17 reads written to the cache when there is time for them. Runs already in
+   (a) the AoI paper's Fig. 5 pair in its regime (the paper profile's main MNIST panel, Markov
+   optimal and random on IID and Dirichlet(0.3)) at seeds 0-29 (``regime_grid``), which
+   notebook 05 and the ledger's speed-up rows read; (b) the AoI power panel in the paper profile
+   (the small CNN, Markov optimal against random, 30 paired seeds); (c) Fig. 5's other two
+   policies in the paper profile (its 5 seeds); (d) the Fashion-MNIST panel with the paper's CNN
+   (paper profile); (e) FedSUM's long-horizon panel in the paper profile (the small CNN, 9
+   methods x P1-P3 x 3 seeds, T = 2000), whose full runs go to ``<cache>/full`` as notebook 17
+   keeps them, with the summaries notebook 17 reads written to the cache when there is time for
+   them. ``--plan`` prints what the queue still holds in the cache, with the time expected at
+   :data:`ROUND_SECONDS` per round, and exits (no GPU needed). Runs already in
    the cache are skipped (``run_grid``). Before a panel trains, every kind of batch it will form
    (:func:`aoi_fl.pipeline.batching.batch_key`) is checked on this GPU: three of its runs, cut to
    two rounds, trained one at a time and together in the reverse order must give the same bits
@@ -97,20 +101,47 @@ NO_CUDA = (
 )
 
 
+#: seconds a round of one run takes on the H200 the project was lent (torch 2.11), by model:
+#: McMahan's CNN 0.086 s all in (32 runs of Fig. 5's pair, 98-210 rounds with their
+#: evaluations, 406 s; one run alone trains a round in 72 ms, benchmarks/bench_devices.py);
+#: FedSUM's long CNN 0.1675 s (33.5 s per 200 rounds, evaluations every 20 rounds with every
+#: client's loss). The small CNN was not timed there: taken as McMahan's CNN, whose round is as
+#: bound by kernel launches (an assumption, said so in the plan)
+ROUND_SECONDS = {"mcmahan_cnn": 0.086, "fedsum_long": 0.1675, "small_cnn": 0.086}
+#: Fig. 5's pair in the paper's regime: the seeds a GPU session completes (notebook 05 reads up
+#: to aoi_fl.aoi.experiments.REGIME_SEEDS): 30 paired seeds bring the non-IID minimum detectable
+#: effect from 3.9 rounds (7 seeds) to about 1.8
+REGIME_GPU_SEEDS = 30
+
+
 class Entry(NamedTuple):
     """A panel of :data:`ORDER`: its name, what it is, the folder under the cache its runs go to
-    ("": the cache itself) and its configurations."""
+    ("": the cache itself), its configurations, and the key of :data:`ROUND_SECONDS` that times a
+    round of its runs."""
 
     name: str
     what: str
     folder: str
     configs: Callable[[], list[dict[str, Any]]]
+    timing: str = "mcmahan_cnn"
 
 
 def _aoi_main_mnist() -> list[dict[str, Any]]:
+    from aoi_fl.aoi.experiments import regime_grid
+
+    return regime_grid("main_mnist", seeds=REGIME_GPU_SEEDS)
+
+
+def _aoi_main_mnist_others() -> list[dict[str, Any]]:
     from aoi_fl.aoi.experiments import panel_grid
 
-    return [c for c in panel_grid("main_mnist", PROFILE) if c["sampler"]["name"] in PAIR]
+    return [c for c in panel_grid("main_mnist", PROFILE) if c["sampler"]["name"] not in PAIR]
+
+
+def _aoi_fashion() -> list[dict[str, Any]]:
+    from aoi_fl.aoi.experiments import panel_grid
+
+    return panel_grid("fashion", PROFILE)
 
 
 def _aoi_power() -> list[dict[str, Any]]:
@@ -129,8 +160,8 @@ def _fedsum_long() -> list[dict[str, Any]]:
 ORDER: list[Entry] = [
     Entry(
         "aoi_main_mnist",
-        "AoI paper Fig. 5, main MNIST panel (paper profile): McMahan's CNN, Markov optimal and "
-        "random, IID and Dirichlet(0.3)",
+        "AoI paper Fig. 5 in the paper's regime (paper profile): McMahan's CNN, Markov optimal and "
+        f"random, IID and Dirichlet(0.3), seeds 0-{REGIME_GPU_SEEDS - 1}",
         "",
         _aoi_main_mnist,
     ),
@@ -140,6 +171,21 @@ ORDER: list[Entry] = [
         "Dirichlet(0.3), 30 paired seeds",
         "",
         _aoi_power,
+        "small_cnn",
+    ),
+    Entry(
+        "aoi_main_mnist_others",
+        "AoI paper Fig. 5's other policies (paper profile): McMahan's CNN, probabilistic and "
+        "Markov non-optimal, IID and Dirichlet(0.3), the profile's 5 seeds",
+        "",
+        _aoi_main_mnist_others,
+    ),
+    Entry(
+        "aoi_fashion",
+        "AoI Fashion-MNIST panel with the paper's CNN (paper profile, the substitute for Figs "
+        "6-7): the four policies, IID and Dirichlet(0.3), 5 seeds",
+        "",
+        _aoi_fashion,
     ),
     Entry(
         "fedsum_long",
@@ -147,8 +193,47 @@ ORDER: list[Entry] = [
         "T = 2000",
         "full",
         _fedsum_long,
+        "fedsum_long",
     ),
 ]
+
+
+def plan(cache_dir: str) -> list[dict[str, Any]]:
+    """What :data:`ORDER` still holds in ``cache_dir``: per panel the runs, the missing ones,
+    their rounds and the expected GPU time at :data:`ROUND_SECONDS` (one run at a time; batches
+    should do better, unmeasured). Reads the cache only."""
+    from aoi_fl.pipeline.cache import ResultStore
+    from aoi_fl.pipeline.runs import resolve_config
+
+    rows = []
+    for entry in ORDER:
+        configs = [resolve_config(c) for c in entry.configs()]
+        store = ResultStore(Path(cache_dir) / entry.folder if entry.folder else cache_dir)
+        missing = [c for c in configs if not store.result_file(store.folder(c), c).exists()]
+        rounds = sum(c["training"]["rounds"] for c in missing)
+        seconds = rounds * ROUND_SECONDS[entry.timing]
+        rows.append(
+            {
+                "name": entry.name,
+                "runs": len(configs),
+                "missing": len(missing),
+                "rounds": rounds,
+                "minutes": round(seconds / 60, 1),
+                "timing": entry.timing,
+            }
+        )
+    return rows
+
+
+def print_plan(rows: list[dict[str, Any]]) -> None:
+    print("the GPU queue (ORDER), expected time one run at a time on the H200 at ROUND_SECONDS:")
+    for r in rows:
+        assumed = " (round time assumed)" if r["timing"] == "small_cnn" else ""
+        print(
+            f"  {r['name']:22s} {r['missing']:4d} of {r['runs']:4d} runs missing, "
+            f"{r['rounds']:7d} rounds, about {r['minutes']:6.1f} min{assumed}"
+        )
+    print(f"  in all about {sum(r['minutes'] for r in rows):.0f} min")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,6 +297,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch", type=_positive, default=None, help="most runs per batch")
     parser.add_argument("--workers", type=_positive, default=1)
     parser.add_argument("--copy-to", default=None, help="copy what the session wrote here")
+    parser.add_argument(
+        "--plan", action="store_true", help="print what the queue holds and exit (no GPU needed)"
+    )
     args = parser.parse_args(argv)
     total = args.minutes * 60
     if args.margin >= total:
@@ -493,6 +581,9 @@ def main(argv: list[str] | None = None) -> int:
     start = time.time()
     end = start + args.minutes * 60
     deadline = end - args.margin
+    if args.plan:
+        print_plan(plan(args.cache_dir))
+        return 0
     import torch
 
     if not torch.cuda.is_available():

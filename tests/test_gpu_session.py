@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aoi_fl.aoi.experiments import SPLITS, panel, panel_grid
+from aoi_fl.aoi.experiments import REGIME_SEEDS, SPLITS, panel, panel_grid
 from aoi_fl.pipeline import runs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,25 +61,50 @@ def test_the_order_is_well_formed_and_resolves_without_loading_data(monkeypatch)
 
     monkeypatch.setattr(runs, "load_bundle", no_data)
     order = gpu_session.ORDER
-    assert [e.name for e in order] == ["aoi_main_mnist", "aoi_power", "fedsum_long"]
+    assert [e.name for e in order] == [
+        "aoi_main_mnist",
+        "aoi_power",
+        "aoi_main_mnist_others",
+        "aoi_fashion",
+        "fedsum_long",
+    ]
     for entry in order:
         configs = entry.configs()
         assert configs and entry.what, entry.name
+        assert entry.timing in gpu_session.ROUND_SECONDS, entry.name
         keys = {runs.config_key(runs.resolve_config(c)) for c in configs}
         assert len(keys) == len(configs), f"{entry.name}: a run listed twice"
-    main, power, fedsum = (e.configs() for e in order)
-    # (a) Fig. 5's MNIST panel in the paper profile, the two compared policies only
+    main, power, others, fashion, fedsum = (e.configs() for e in order)
+    # (a) Fig. 5's pair in the paper's regime, the seeds notebook 05 reads
     assert {c["sampler"]["name"] for c in main} == set(gpu_session.PAIR)
     assert {c["partition"]["name"] for c in main} == {"iid", "dirichlet"}
-    assert len(main) == 2 * len(SPLITS) * panel("main_mnist", "paper")["seeds"]
-    assert all(c in panel_grid("main_mnist", "paper") for c in main)
+    assert len(main) == 2 * len(SPLITS) * gpu_session.REGIME_GPU_SEEDS
+    assert gpu_session.REGIME_GPU_SEEDS <= REGIME_SEEDS
+    assert all(c in panel_grid("main_mnist", "paper", seeds=range(30)) for c in main)
     # (b) the power panel: the paper profile's 30 paired seeds of the small CNN
     assert {c["model"]["name"] for c in power} == {"small_cnn"}
     assert {c["training"]["seed"] for c in power} == set(range(30))
-    # (c) FedSUM's long panel at T = 2000 with the CNN, in the folder notebook 17 reads
+    # (c) Fig. 5's other policies and (d) Fashion-MNIST, both with the paper's CNN
+    assert not {c["sampler"]["name"] for c in others} & set(gpu_session.PAIR)
+    assert len(others) == 2 * len(SPLITS) * panel("main_mnist", "paper")["seeds"]
+    assert {c["dataset"]["name"] for c in fashion} == {"fashion_mnist"}
+    assert {c["model"]["name"] for c in others + fashion} == {"mcmahan_cnn"}
+    # (e) FedSUM's long panel at T = 2000 with the CNN, in the folder notebook 17 reads
     assert {c["training"]["rounds"] for c in fedsum} == {2000}
     assert {c["model"]["name"] for c in fedsum} == {"small_cnn"}
-    assert order[2].folder == "full" and order[0].folder == order[1].folder == ""
+    assert order[4].folder == "full" and {e.folder for e in order[:4]} == {""}
+
+
+def test_the_plan_counts_the_missing_runs_and_their_expected_time(tmp_path, capsys):
+    rows = gpu_session.plan(str(tmp_path))  # an empty cache: every run missing
+    for row, entry in zip(rows, gpu_session.ORDER, strict=True):
+        configs = entry.configs()
+        assert row["missing"] == row["runs"] == len(configs)
+        assert row["rounds"] == sum(c["training"]["rounds"] for c in configs)
+        seconds = row["rounds"] * gpu_session.ROUND_SECONDS[entry.timing]
+        assert row["minutes"] == pytest.approx(seconds / 60, abs=0.051)  # rounded to 0.1
+    assert gpu_session.main(["--plan", "--cache-dir", str(tmp_path)]) == 0
+    assert "aoi_fashion" in capsys.readouterr().out
 
 
 def smoke_entry() -> "gpu_session.Entry":
