@@ -49,22 +49,9 @@ CONFIRM_FAMILY = ("uniform", ("markov_available", "markov_optimal"))
 
 
 def family(frame: pd.DataFrame, hypotheses: tuple | None = None) -> pd.DataFrame:
-    """A tier's family of comparisons on rounds to target, Holm-adjusted (module docstring):
-    every comparison of :func:`aoi_fl.arena.results.comparisons`, or those of ``hypotheses``
-    (a reference name: every policy against it; a (policy, reference) pair: that one)."""
-    table = ar.comparisons(frame, "rounds") if len(frame) else pd.DataFrame()
-    if not table.empty:  # one reference against the other is one test, not two
-        pairs = [frozenset(p) for p in zip(table.policy, table.reference, strict=True)]
-        table = table[~pd.DataFrame({"a": table.availability, "p": pairs}).duplicated().to_numpy()]
-    if hypotheses is not None and not table.empty:
-        keep = pd.Series(False, index=table.index)
-        for h in hypotheses:
-            if isinstance(h, str):
-                keep |= table.reference == h
-            else:
-                keep |= (table.policy == h[0]) & (table.reference == h[1])
-        table = table[keep]
-    return ar.holm_family(table)
+    """A tier's family of comparisons on rounds to target, Holm-adjusted (module docstring;
+    :func:`aoi_fl.arena.results.family_comparisons`)."""
+    return ar.holm_family(ar.family_comparisons(frame, hypotheses))
 
 
 def _member(table: pd.DataFrame, availability: str, policy: str, reference: str):

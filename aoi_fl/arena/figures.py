@@ -173,3 +173,41 @@ def print_choices(frame: pd.DataFrame, measure: str = "rounds") -> tuple[tuple[s
 def print_confirm_status(configs: Sequence[dict], missing: int) -> None:
     """How much of the confirm tier is cached."""
     print(f"confirm tier: {len(configs) - missing} of {len(configs)} runs cached")
+
+
+def print_power_plan(
+    frame: pd.DataFrame, tier: str, effect: float, hypotheses: tuple | None = None
+) -> None:
+    """A tier's power on rounds to target: its family's minimum detectable effects now, and the
+    paired seeds they would need for a minimum detectable effect of ``effect``
+    (:func:`ar.power_plan`: each at 95%, and at Holm's first step over the family of
+    ``hypotheses``, every comparison when None), with the runs that means."""
+    plan = ar.power_plan(frame, effect, hypotheses)
+    if plan.empty:
+        print(f"{tier}: no comparison has 2 paired seeds yet")
+        return
+    configs = frame.groupby(["availability", "policy"]).ngroups
+    q = plan[["sd", "mde", "seeds", "seeds_holm"]].quantile([0.5, 0.9, 1.0], interpolation="higher")
+    print(
+        f"{tier}: {len(plan)} comparisons on rounds to target, "
+        f"{_span(plan['n'])} paired seeds each "
+        f"({len(frame)} runs, {configs} configurations a seed)"
+    )
+    rows = {
+        "paired sd": q["sd"],
+        "MDE now (80% power)": q["mde"],
+        f"seeds for an MDE of {effect:g}, at 95%": q["seeds"],
+        f"  at Holm's first step (alpha {ar.FAMILY_ALPHA} / {len(plan)})": q["seeds_holm"],
+    }
+    table = pd.DataFrame(rows).T.set_axis(["median", "90th percentile", "largest"], axis=1)
+    print_table(table, "{:.4g}")
+    need = int(q.loc[0.5, "seeds_holm"])
+    print(
+        f"the median comparison decided at Holm's first step needs {need} seeds: "
+        f"{need * configs:,} runs of this tier"
+    )
+
+
+def _span(values: pd.Series) -> str:
+    low, high = int(values.min()), int(values.max())
+    return str(low) if low == high else f"{low}-{high}"

@@ -34,7 +34,13 @@ from scipy import stats
 from aoi_fl.arena import experiments as ex
 from aoi_fl.core.participation import run_metrics
 from aoi_fl.core.validation import require_choice
-from aoi_fl.pipeline.paired import holm, minimum_detectable_effect, paired_interval, paired_p_value
+from aoi_fl.pipeline.paired import (
+    holm,
+    minimum_detectable_effect,
+    paired_interval,
+    paired_p_value,
+    seeds_needed,
+)
 from aoi_fl.pipeline.runs import cached_results
 
 #: evaluations averaged into the final accuracy
@@ -129,6 +135,7 @@ class Comparison:
     word: str
     censored: int
     p_value: float
+    sd: float
     level: float = 0.95
 
     def text(self) -> str:
@@ -184,6 +191,7 @@ def compare(
         word,
         censored,
         paired_p_value(diff),
+        ci.sd,
         level,
     )
 
@@ -276,6 +284,28 @@ def comparisons(frame: pd.DataFrame, measure: str = "rounds") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def family_comparisons(
+    frame: pd.DataFrame, hypotheses: tuple | None = None, measure: str = "rounds"
+) -> pd.DataFrame:
+    """A tier's family of comparisons on ``measure`` (the ledger's reading, before Holm's
+    adjustment): every comparison of :func:`comparisons`, one reference against the other
+    counted once, or those of ``hypotheses`` (a reference name: every policy against it; a
+    (policy, reference) pair: that one)."""
+    table = comparisons(frame, measure) if len(frame) else pd.DataFrame()
+    if not table.empty:  # one reference against the other is one test, not two
+        pairs = [frozenset(p) for p in zip(table.policy, table.reference, strict=True)]
+        table = table[~pd.DataFrame({"a": table.availability, "p": pairs}).duplicated().to_numpy()]
+    if hypotheses is not None and not table.empty:
+        keep = pd.Series(False, index=table.index)
+        for h in hypotheses:
+            if isinstance(h, str):
+                keep |= table.reference == h
+            else:
+                keep |= (table.policy == h[0]) & (table.reference == h[1])
+        table = table[keep]
+    return table
+
+
 #: the family-wise error rate of a tier's family of comparisons (:func:`holm_family`)
 FAMILY_ALPHA = 0.05
 
@@ -296,4 +326,27 @@ def holm_family(table: pd.DataFrame, alpha: float = FAMILY_ALPHA) -> pd.DataFram
     out["p_holm"] = holm(out["p_value"].to_numpy(dtype=float))
     rank = out["p_value"].rank(method="first").to_numpy(dtype=int) - 1
     out["holm_level"] = 1 - alpha / (len(out) - rank)
+    return out
+
+
+def power_plan(
+    frame: pd.DataFrame,
+    effect: float,
+    hypotheses: tuple | None = None,
+    measure: str = "rounds",
+    alpha: float = FAMILY_ALPHA,
+) -> pd.DataFrame:
+    """How many paired seeds each comparison of a tier's family (:func:`family_comparisons`,
+    the family the ledger adjusts) needs for a minimum detectable effect of ``effect`` on
+    ``measure`` (80% power), taking its paired standard deviation as measured on the seeds there
+    are: ``seeds`` at 95% on its own, ``seeds_holm`` at Holm's first step over the family
+    (alpha / m, the strictest level a comparison of the family is tested at). One row per
+    comparison, with its seeds, sd and minimum detectable effect now."""
+    table = family_comparisons(frame, hypotheses, measure)
+    if table.empty:
+        return table
+    out = table[["availability", "policy", "reference", "n", "sd", "mde"]].copy()
+    strict = 1 - alpha / len(table)
+    out["seeds"] = [seeds_needed(sd, effect) for sd in out["sd"]]
+    out["seeds_holm"] = [seeds_needed(sd, effect, level=strict) for sd in out["sd"]]
     return out

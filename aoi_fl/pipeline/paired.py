@@ -145,6 +145,31 @@ def minimum_detectable_effect(sd: float, n: int, level: float = 0.95, power: flo
     return float(quantiles * sd / np.sqrt(n))
 
 
+def seeds_needed(
+    sd: float, effect: float, level: float = 0.95, power: float = 0.8, most: int = 1_000_000
+) -> int:
+    """The fewest paired seeds n >= 2 whose :func:`minimum_detectable_effect` is at most
+    ``effect``: MDE(sd, n) <= effect < MDE(sd, n - 1) (it falls with n). Raises if more than
+    ``most`` would be needed."""
+    if not (np.isfinite(effect) and effect > 0):
+        raise ValueError(f"effect must be a positive number, got {effect}")
+    if minimum_detectable_effect(sd, 2, level, power) <= effect:
+        return 2
+    if minimum_detectable_effect(sd, most, level, power) > effect:
+        raise ValueError(
+            f"effect {effect} needs more than most={most} seeds at sd {sd}: ask for a larger "
+            "effect or a larger most"
+        )
+    low, high = 2, most  # MDE(low) > effect >= MDE(high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if minimum_detectable_effect(sd, mid, level, power) <= effect:
+            high = mid
+        else:
+            low = mid
+    return high
+
+
 class Verdict(NamedTuple):
     """A verdict label and a one-line reason quoting the interval and the claim."""
 

@@ -564,3 +564,38 @@ def test_frame_holds_one_run_row_per_result():
     assert table.to_dict("records") == [ar.run_row(r, "screen", "smoke") for r in runs]
     assert list(table.columns[:3]) == ["availability", "policy", "seed"]
     assert ar.frame([], "screen", "smoke").empty
+
+
+def test_the_power_plan_sizes_each_comparison_from_its_paired_sd():
+    # markov_optimal is a reference: vrb and oort are compared with it and with uniform
+    base = {s: 100 for s in range(4)}
+    frame = frame_of(
+        {
+            "uniform": base,
+            "markov_optimal": {s: 100 + d for s, d in enumerate([1.0, -1.0, 1.0, -1.0])},
+            "vrb": {s: 100 + d for s, d in enumerate([4.0, -4.0, 2.0, -2.0])},
+        }
+    )
+    plan = ar.power_plan(frame, effect=1.0).set_index(["policy", "reference"])
+    # one reference against the other (once), and vrb against both: the ledger's family
+    assert len(plan) == 3
+    sd = float(np.std([4.0, -4.0, 2.0, -2.0], ddof=1))
+    vrb = plan.loc[("vrb", "uniform")]
+    assert vrb["sd"] == pytest.approx(sd) and vrb["n"] == 4
+    assert vrb["mde"] == pytest.approx(minimum_detectable_effect(sd, 4))
+    # the fewest seeds whose MDE is at most 1 round, alone and at Holm's first step (0.05 / 3)
+    n = int(vrb["seeds"])
+    assert minimum_detectable_effect(sd, n) <= 1.0 < minimum_detectable_effect(sd, n - 1)
+    strict = 1 - ar.FAMILY_ALPHA / 3
+    m = int(vrb["seeds_holm"])
+    assert (
+        minimum_detectable_effect(sd, m, strict)
+        <= 1.0
+        < minimum_detectable_effect(sd, m - 1, strict)
+    )
+    assert m > n
+    assert ar.power_plan(frame_of({"uniform": {0: 50}}), effect=1.0).empty
+    # a family of fixed hypotheses: every policy against uniform only
+    fixed = ar.power_plan(frame, effect=1.0, hypotheses=("uniform",))
+    assert sorted(fixed.policy) == ["markov_optimal", "vrb"]
+    assert (fixed.seeds_holm.to_numpy() <= plan.seeds_holm.max()).all()

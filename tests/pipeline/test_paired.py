@@ -10,6 +10,7 @@ from aoi_fl.pipeline.paired import (
     PairedInterval,
     minimum_detectable_effect,
     paired_interval,
+    seeds_needed,
     verdict,
 )
 
@@ -188,3 +189,33 @@ def test_the_p_value_is_below_alpha_exactly_when_the_interval_excludes_zero(d):
 
     assume(ci.sd > 1e-6 and min(abs(ci.low), abs(ci.high)) > 1e-6 * (1 + abs(ci.mean)))
     assert (paired_p_value(d) < 0.05) == (ci.low > 0 or ci.high < 0)
+
+
+@pytest.mark.parametrize("sd", [0.5, 1.0, 4.3, 8.0])
+@pytest.mark.parametrize("effect", [0.5, 1.0, 3.0])
+def test_seeds_needed_is_the_fewest_whose_mde_is_at_most_the_effect(sd, effect):
+    n = seeds_needed(sd, effect)
+    assert minimum_detectable_effect(sd, n) <= effect
+    assert n == 2 or minimum_detectable_effect(sd, n - 1) > effect
+
+
+def test_seeds_needed_by_hand():
+    # an effect equal to the MDE of 50 seeds needs exactly 50; no spread needs the fewest, 2
+    assert seeds_needed(3.0, minimum_detectable_effect(3.0, 50)) == 50
+    assert seeds_needed(0.0, 1.0) == 2
+    # the normal approximation: (1.96 + 0.84)^2 sd^2 / effect^2, for large n
+    assert seeds_needed(4.3, 1.0) == pytest.approx((1.96 + 0.8416) ** 2 * 4.3**2, rel=0.02)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: seeds_needed(1.0, 0.0), "effect must be a positive number, got 0.0"),
+        (lambda: seeds_needed(1.0, float("nan")), "effect must be a positive number"),
+        (lambda: seeds_needed(100.0, 0.01, most=1000), "needs more than most=1000 seeds"),
+        (lambda: seeds_needed(-1.0, 1.0), "sd must be finite and non-negative"),
+    ],
+)
+def test_seeds_needed_refuses_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
