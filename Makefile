@@ -84,8 +84,8 @@ figures: venv
 	$(PY) scripts/run_notebooks.py $(FIGURES_ARGS)
 
 lint: venv
-	$(PY) -m ruff check aoi_fl tests benchmarks scripts flower-app
-	$(PY) -m ruff format --check aoi_fl tests benchmarks scripts flower-app
+	$(PY) -m ruff check aoi_fl tests benchmarks scripts flower-app examples
+	$(PY) -m ruff format --check aoi_fl tests benchmarks scripts flower-app examples
 	$(VENV)/bin/lint-imports --no-logo --no-cache
 
 unit: venv data

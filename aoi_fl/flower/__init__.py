@@ -8,10 +8,16 @@
 - :mod:`aoi_fl.flower.client`: a ``ClientApp`` that answers the strategy's queries and runs the
   algorithm's client side with this project's models, partitions and mini-batch streams,
   keeping the client's state in the node;
+- :mod:`aoi_fl.flower.adapter`: :func:`~aoi_fl.flower.adapter.with_policy`, any registered
+  policy choosing the training nodes of a Flower user's own strategy (FedAvg, FedProx, ...)
+  with a ClientApp that knows nothing of this project; :mod:`aoi_fl.flower.probes`: the loss
+  probes of Power-of-d-Choice and Oort over Flower messages, for both strategies;
 - :mod:`aoi_fl.flower.simulation`: the ServerApp's job (:func:`serve`) and a whole Ray
   simulation from one configuration; :mod:`aoi_fl.flower.app`: the project's Flower App
   (``flower-app/``, ``flwr run``); :mod:`aoi_fl.flower.inprocess`: the same strategy and
-  ClientApp without Ray, in seconds; :mod:`aoi_fl.flower.figures`: notebook 18's tables.
+  ClientApp without Ray, in seconds; :mod:`aoi_fl.flower.figures`: notebook 18's tables;
+  :mod:`aoi_fl.flower.cli`: ``python -m aoi_fl.flower check|run``, the App's run config checked
+  in seconds and a run whose exit status says whether it completed.
 
 Importing this package turns Flower's and Ray's usage telemetry off for this process and the
 processes it starts (nothing the project runs may reach the network), and keeps their

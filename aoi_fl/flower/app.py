@@ -6,7 +6,8 @@ The run configuration (``[tool.flwr.app.config]`` of ``flower-app/pyproject.toml
 flower-app --run-config 'key=value ...'`` overrides keys it has) holds
 
 - the app's options (:data:`APP_OPTIONS`, with their defaults): ``config-file``, ``data-root``,
-  ``output`` (where the history is written, as JSON), ``model-output`` (where the final model is
+  ``output`` (where the history is written, as JSON; by default in ``flower-runs/``, a folder
+  the repository ignores), ``model-output`` (where the final model is
   written, as ``.npz``; empty: nowhere), ``on-failure`` (:data:`aoi_fl.flower.strategy.ON_FAILURE`)
   and ``timeout`` (the seconds a round waits for its replies);
 - a run configuration of :mod:`aoi_fl.pipeline.runs` (:func:`~aoi_fl.pipeline.runs.resolve_config`),
@@ -19,7 +20,18 @@ Flower's run configuration holds strings, numbers and booleans only: an option t
 or None goes through ``config-file`` (or is left out, for its default). With ``config-file`` set,
 the inline sections of the app's ``pyproject.toml`` are not used, and overriding one of their keys
 on the command line is an error (a value that would be ignored). Any other key is an error that
-names it, its value and the keys allowed; every check runs before anything trains.
+names it, its value and the keys allowed; every check runs before anything trains
+(``python -m aoi_fl.flower check``, :mod:`aoi_fl.flower.cli`, runs them in seconds, before any
+simulation starts).
+
+A ``name`` set on the command line (``sampler.name``, ``training.lr.name``,
+``training.algorithm.name``: :data:`NAMED_TABLES`) leaves out the options of the app's table that
+the named factory does not take, and keeps the others: the shipped options of the default
+sampler do not break another one, and an option the new one needs but the table lacks is an
+error that says so (``--run-config`` sets only keys the app's ``pyproject.toml`` has). The nodes,
+which do not know what the command line set, leave out the same options (the ServerApp has
+refused any other unknown one). An algorithm that takes ``local_steps`` (FedSUM's K) gets
+``training.local_steps`` unless its table names its own.
 
 Relative paths are taken from the working directory of the process that reads them: with
 ``flwr run``, the SuperLink's (the directory of the ``flwr run`` that started the local
@@ -33,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 import os
 import re
@@ -53,9 +66,10 @@ from flwr.app import Context
 from flwr.serverapp import Grid
 
 from aoi_fl.core import registry
+from aoi_fl.core.train import LR_SCHEDULES
 from aoi_fl.core.validation import require_choice, require_int, require_real
 from aoi_fl.flower.simulation import FlowerRun, serve
-from aoi_fl.flower.strategy import ON_FAILURE, SamplerStrategy
+from aoi_fl.flower.strategy import ON_FAILURE, SamplerStrategy, require_cpu
 from aoi_fl.pipeline import plugins, ray_grid
 from aoi_fl.pipeline.cache import arrays_bytes, atomic_write_bytes
 from aoi_fl.pipeline.runs import build_trainer, resolve_config
@@ -64,13 +78,19 @@ from aoi_fl.pipeline.runs import build_trainer, resolve_config
 APP_OPTIONS: dict[str, Any] = {
     "config-file": "",
     "data-root": "data",
-    "output": "flower_history.json",
+    "output": "flower-runs/history.json",
     "model-output": "",
     "on-failure": "renormalise",
     "timeout": 600.0,
 }
 #: the sections of a run configuration (:func:`aoi_fl.pipeline.runs.resolve_config`)
 SECTIONS = ("dataset", "partition", "model", "sampler", "training", "availability")
+#: the tables whose ``name`` picks a factory, the arguments its options are not (``n``, ``sizes``)
+NAMED_TABLES: dict[str, tuple[dict[str, Any], int]] = {
+    "sampler": (registry.SAMPLERS, 2),
+    "training.lr": (LR_SCHEDULES, 0),
+    "training.algorithm": (registry.ALGORITHMS, 0),
+}
 #: environment variables that make the CLI colour its output (which a Jupyter kernel sets)
 COLOUR_FORCING = ("FORCE_COLOR", "CLICOLOR_FORCE", "PY_COLORS")
 #: how many times ``flwr ls`` is asked for a finished run's status
@@ -175,10 +195,55 @@ def _from_file(text: str, path: Path) -> dict[str, Any]:
     return loaded
 
 
+def _taken(table: str, name: Any) -> set[str] | None:
+    """The options the factory ``name`` of ``table`` takes (None: any, or no such factory)."""
+    factories, leading = NAMED_TABLES[table]
+    if not isinstance(name, str) or name not in factories:
+        return None
+    params = list(inspect.signature(factories[name]).parameters.values())[leading:]
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params} | {"name"}
+
+
+def _renamed(run_config: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``run_config`` without the options of a named table that its ``name`` does not take
+    (the shipped options of another sampler, after ``sampler.name`` changed on the command
+    line), and the keys left out."""
+    plugins.load()
+    dropped = []
+    for table in NAMED_TABLES:
+        taken = _taken(table, run_config.get(f"{table}.name"))
+        if taken is None:
+            continue
+        prefix = f"{table}."
+        dropped += [
+            k
+            for k in run_config
+            if k.startswith(prefix)
+            and "." not in k[len(prefix) :]
+            and k[len(prefix) :] not in taken
+        ]
+    return {k: v for k, v in run_config.items() if k not in dropped}, dropped
+
+
+def _local_steps(config: dict[str, Any]) -> None:
+    """An algorithm that takes ``local_steps`` (FedSUM: its K) gets ``training.local_steps``,
+    the one place a run configuration of the app says it, unless it names its own."""
+    training = config.get("training", {})
+    algorithm = training.get("algorithm")
+    if not isinstance(algorithm, dict) or "local_steps" in algorithm:
+        return
+    taken = _taken("training.algorithm", algorithm.get("name"))
+    if taken is not None and "local_steps" in taken and "local_steps" in training:
+        algorithm["local_steps"] = training["local_steps"]
+
+
 def parse_run_config(
     run_config: Mapping[str, Any],
     *,
     overrides: Iterable[str] = (),
+    node: bool = False,
 ) -> AppConfig:
     """The app's options and the run's configuration, checked (see the module docstring).
 
@@ -187,8 +252,16 @@ def parse_run_config(
     directory. Raises ValueError or TypeError naming the key, its value and what is allowed;
     resolving the configuration loads no data.
     """
+    overrides = set(overrides)
     options = {**APP_OPTIONS, **{k: v for k, v in run_config.items() if k in APP_OPTIONS}}
+    renamed = [f"{table}.name" for table in NAMED_TABLES if f"{table}.name" in overrides]
+    dropped: list[str] = []
+    if renamed or node:
+        # a node does not know what the command line set: it leaves out what the ServerApp
+        # left out, having checked the rest (the ServerApp refuses any other unknown option)
+        run_config, dropped = _renamed(run_config)
     inline = _inline(run_config)  # every key is checked, whichever source the run uses
+    _local_steps(inline)
     config_file = _string("config-file", options["config-file"], empty=True)
     if config_file:
         ignored = sorted(k for k in overrides if k not in APP_OPTIONS)
@@ -204,8 +277,21 @@ def parse_run_config(
         config = inline
     model_output = _string("model-output", options["model-output"], empty=True)
     on_failure = options["on-failure"]
+    require_cpu(config)  # before resolving, which drops the device (not part of a run's key)
+    try:
+        resolved = resolve_config(config)
+    except (ValueError, TypeError) as exc:
+        if not renamed or config_file:
+            raise
+        raise type(exc)(
+            f"{exc}. With {', '.join(renamed)} set on the command line, the options of the "
+            f"app's table that it does not take are left out ({', '.join(dropped) or 'none'}) "
+            "and the others are the table's or the command line's; `--run-config` can set only "
+            "keys the app's pyproject.toml has, so add a missing option to its table there, or "
+            "give the whole configuration in config-file"
+        ) from exc
     return AppConfig(
-        config=resolve_config(config),
+        config=resolved,
         data_root=str(_path(_string("data-root", options["data-root"], empty=False))),
         output=_path(_string("output", options["output"], empty=False)),
         model_output=_path(model_output) if model_output else None,
@@ -219,7 +305,7 @@ def parse_run_config(
 @functools.lru_cache(maxsize=4)
 def _node_app_config(items: tuple[tuple[str, Any], ...]) -> AppConfig:
     # a node parses its run configuration once, not once per training message
-    return parse_run_config(dict(items))
+    return parse_run_config(dict(items), node=True)
 
 
 def node_config(context: Context) -> dict[str, Any]:
@@ -417,6 +503,33 @@ def _run_app(app_dir: Path, overrides: Path, federation: str, env: dict, quiet: 
         raise RuntimeError(f"the Flower run ended {status}: {details}\n{log[-3000:]}")
 
 
+def flwr_run(
+    app_dir: str | os.PathLike,
+    run_config: Mapping[str, Any],
+    *,
+    nodes: int,
+    num_cpus: int = 2,
+    quiet: bool = True,
+    home: str | os.PathLike,
+) -> None:
+    """``flwr run`` of the Flower App in ``app_dir``, ``run_config`` overriding its run config,
+    on a local simulation of ``nodes`` nodes (one CPU each) on a Ray node of ``num_cpus`` CPUs
+    (:func:`aoi_fl.pipeline.ray_grid.local_ray`), with a SuperLink of its own whose files go to
+    ``home``; returns when the run completed and raises RuntimeError with its status and log
+    otherwise (``flwr run --stream`` itself exits 0 after a failed run)."""
+    home = Path(home)
+    overrides = home / "overrides.toml"  # JSON's strings, numbers and booleans are TOML's
+    overrides.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in run_config.items()))
+    # no init-args: ray.init refuses num_cpus when it joins a node that is up already
+    federation = (
+        f"num-supernodes={require_int('nodes', nodes, minimum=1)} client-resources-num-cpus=1"
+    )
+    with ray_grid.local_ray(require_int("num_cpus", num_cpus, minimum=1)) as address:
+        _run_app(
+            Path(app_dir).resolve(), overrides, federation, flower_environment(home, address), quiet
+        )
+
+
 def _registered_here(config: Mapping[str, Any]) -> list[str]:
     """The sampler and algorithm of a resolved ``config`` that a module outside aoi_fl and the
     entry points' packages registered (a user's file, a notebook cell)."""
@@ -463,6 +576,7 @@ def run_flower_app(
     RuntimeError with its status and log (``flwr run --stream`` itself exits 0 after a failed
     run). ``quiet=False`` prints the run's log as it streams.
     """
+    require_cpu(config)
     resolved = resolve_config(config)
     timeout = require_real("timeout", timeout, minimum=0.0, strict_minimum=True)
     num_cpus = require_int("num_cpus", num_cpus, minimum=1)
@@ -491,14 +605,14 @@ def run_flower_app(
             "on-failure": on_failure,
             "timeout": timeout,
         }
-        overrides = tmp / "overrides.toml"  # JSON's strings and numbers are TOML's
-        overrides.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in run_config.items()))
-        # no init-args: ray.init refuses num_cpus when it joins a node that is up already
-        federation = (
-            f"num-supernodes={resolved['partition']['n_clients']} client-resources-num-cpus=1"
+        flwr_run(
+            app_dir,
+            run_config,
+            nodes=resolved["partition"]["n_clients"],
+            num_cpus=num_cpus,
+            quiet=quiet,
+            home=tmp,
         )
-        with ray_grid.local_ray(num_cpus) as address:
-            _run_app(app_dir, overrides, federation, flower_environment(tmp, address), quiet)
         history = json.loads((tmp / "history.json").read_text())
         with np.load(tmp / "model.npz") as arrays:
             final = {k: arrays[k] for k in arrays.files}

@@ -26,6 +26,11 @@ decides), never a silent reset to the initial state.
 **Availability.** Asked whether it takes part in round t, the node answers from the run's
 availability model (:mod:`aoi_fl.core.availability`, built from the same configuration and
 seed): an unavailable node declines with an error reply.
+
+**Losses.** Asked for its losses of a model (a loss-probing sampler's candidate:
+Power-of-d-Choice, Oort), the node answers the mean and root mean square of its per-sample
+losses on the samples the in-process trainer's probe would take
+(:meth:`~aoi_fl.core.train.FederatedTrainer.probe_losses`), and how many.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ from aoi_fl.flower.strategy import (
     CONFIG,
     EXTRA,
     INDEX_QUERY,
+    LOSS_QUERY,
     METRICS,
 )
 from aoi_fl.pipeline import plugins
@@ -219,6 +225,25 @@ def train_client(
     )
 
 
+def client_losses(
+    config: dict[str, Any], data_root: str, client: int, arrays: ArrayRecord, samples: int | None
+) -> tuple[float, float, int]:
+    """Client ``client``'s mean and root-mean-square loss of the model ``arrays`` on (up to)
+    ``samples`` of its training samples, as the in-process trainer's loss probe computes them,
+    and how many samples that took."""
+    trainer = _trainer(json.dumps(config, sort_keys=True), data_root)
+    # the probe reads trainer.params, which is also the template of a client's initial state
+    # (train_client): lent for the probe only
+    kept = trainer.params
+    trainer.params = {k: torch.from_numpy(v.numpy().copy()) for k, v in arrays.items()}
+    try:
+        mean, rms = trainer.probe_losses(np.array([client]), samples, free=True)
+    finally:
+        trainer.params = kept
+    taken = len(trainer.data.partition[client])
+    return float(mean[0]), float(rms[0]), taken if samples is None else min(samples, taken)
+
+
 def client_app(
     config: dict[str, Any] | Callable[[Context], dict[str, Any]],
     data_root: str | Callable[[Context], str] = "data",
@@ -262,6 +287,17 @@ def client_app(
                 reply_to=message,
             )
         return Message(RecordDict({CONFIG: ConfigRecord({"available": True})}), reply_to=message)
+
+    @app.query(LOSS_QUERY)
+    def losses(message: Message, context: Context) -> Message:
+        run_config, root = settings(context)
+        torch.set_num_threads(threads)
+        samples = int(message.content[CONFIG]["samples"]) or None
+        mean, rms, taken = client_losses(
+            run_config, root, client_index(context), message.content[ARRAYS], samples
+        )
+        answer = ConfigRecord({"mean": mean, "rms": rms, "samples": taken})
+        return Message(RecordDict({CONFIG: answer}), reply_to=message)
 
     @app.train()
     def train(message: Message, context: Context) -> Message:

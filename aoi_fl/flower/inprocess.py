@@ -101,8 +101,8 @@ class InProcessGrid:
                 return None
             if node in self.fail:
                 return Message(Error(code=1, reason="node lost"), reply_to=message)
-            t = int(message.content[CONFIG]["round"])
-            if (node, t) in self.restart:
+            # a plain ClientApp's messages carry no round: only the restart switch reads it
+            if self.restart and (node, int(message.content[CONFIG]["round"])) in self.restart:
                 self.contexts[node].state = RecordDict()
         try:
             reply = self.app(message, self.contexts[node])

@@ -35,7 +35,7 @@ from flwr.simulation import run_simulation
 
 from aoi_fl.core.train import FederatedTrainer
 from aoi_fl.flower.client import client_app
-from aoi_fl.flower.strategy import SamplerStrategy
+from aoi_fl.flower.strategy import SamplerStrategy, require_cpu
 from aoi_fl.pipeline import plugins, ray_grid
 from aoi_fl.pipeline.runs import ExperimentResult
 
@@ -140,6 +140,7 @@ def run_flower(
     """
     from aoi_fl.pipeline.runs import build_trainer, resolve_config
 
+    require_cpu(config)  # before resolving, which drops the device (not part of a run's key)
     resolved = resolve_config(config)
     # the clients run in Ray actors: the user's sampler or algorithm goes with them (or is
     # refused here, before anything starts, when it cannot)

@@ -23,6 +23,12 @@ from run to run. :class:`SamplerStrategy` instead
    the trainer's form (:data:`aoi_fl.core.train.HISTORY_KEYS`), so the participation
    statistics, delays and skews of the project apply to a Flower run unchanged.
 
+**Loss probes.** A sampler that ranks clients by their loss (Power-of-d-Choice, Oort:
+``wants_losses``) asks, while it draws, each candidate's node for its losses of the current
+global model (a loss query, answered by :func:`aoi_fl.flower.client.client_app` with the
+in-process trainer's probe on the same samples; :mod:`aoi_fl.flower.probes`); the round records
+``probed`` (the samples evaluated beyond the participants' own), as the trainer does.
+
 An empty selection sends nothing; the server's update still runs (FedSUM and MIFA step with
 their aggregates in every round, FedAU counts the absence), as in the trainer. A failed reply
 (an error message, or no reply before the timeout) is handled by ``on_failure``:
@@ -67,17 +73,33 @@ from flwr.serverapp.strategy import Strategy
 from flwr.supercore import log
 
 from aoi_fl.core.algorithms import Algorithm, ClientUpdates, FedAvg, merged_sides, update_norms
-from aoi_fl.core.selection import Sampler, check_available_selection
-from aoi_fl.core.train import AVAILABILITY_KEY, FederatedTrainer
+from aoi_fl.core.selection import LossProbe, Sampler, check_available_selection
+from aoi_fl.core.train import AVAILABILITY_KEY, PROBE_KEY, FederatedTrainer
 from aoi_fl.core.validation import require_choice, require_real
+from aoi_fl.flower.probes import loss_probe
 
 #: what a failed reply does to the round (module docstring)
 ON_FAILURE = ("renormalise", "drop", "error")
-#: the query actions a node answers: its client index (``partition-id``), and whether it can
-#: take part in a round
+#: the query actions a node answers: its client index (``partition-id``), whether it can take
+#: part in a round, and its losses of the global model (a loss-probing sampler's candidates)
 INDEX_QUERY, AVAILABILITY_QUERY = "aoi_fl_index", "aoi_fl_available"
+LOSS_QUERY = "aoi_fl_losses"
 #: a message's records: the model, what the algorithm adds to it (both ways), the settings
 ARRAYS, EXTRA, CONFIG, METRICS = "arrays", "extra", "config", "metrics"
+
+
+def require_cpu(config: Mapping[str, object]) -> None:
+    """Flower runs train on the CPU: the server and every node build their trainers there, and
+    Ray is asked for no GPU (a node's model and data would have to move to the device and its
+    reply back every round, untested without a GPU). A configuration that names another device
+    is refused, naming it, before anything starts; ``auto`` means the CPU here."""
+    training = config.get("training")
+    device = training.get("device", "auto") if isinstance(training, Mapping) else "auto"
+    if device not in ("auto", "cpu"):
+        raise ValueError(
+            f"training.device={device!r}: Flower runs train on the CPU; set it to 'cpu' or "
+            "leave it out, or train the configuration on the device with runs.run_grid"
+        )
 
 
 def node_map(answers: Mapping[int, object], n: int) -> dict[int, int]:
@@ -134,11 +156,6 @@ class SamplerStrategy(Strategy):
                 f"sampler {sampler.name!r} needs every client's update before it draws "
                 "(full information), which a Flower round does not provide"
             )
-        if sampler.wants_losses:
-            raise ValueError(
-                f"sampler {sampler.name!r} probes the clients' losses before it draws, which "
-                "this strategy does not ask the nodes for"
-            )
         algorithm = FedAvg() if algorithm is None else algorithm
         if not isinstance(algorithm, Algorithm):
             raise TypeError(
@@ -166,6 +183,8 @@ class SamplerStrategy(Strategy):
         }
         if self.availability:
             self.history[AVAILABILITY_KEY] = []
+        if sampler.wants_losses:
+            self.history[PROBE_KEY] = []
         #: client -> the last round whose training reply the server used (the node commits
         #: the state it kept from that round, and drops one from a round whose reply was lost)
         self.accepted: dict[int, int] = {}
@@ -269,6 +288,29 @@ class SamplerStrategy(Strategy):
                 mask[client_of[reply.metadata.src_node_id]] = True
         return mask
 
+    def _loss_probe(self, grid: Grid, arrays: ArrayRecord) -> LossProbe:
+        """The sampler's loss probe: a loss query to each candidate's node, which answers its
+        losses of ``arrays`` as the trainer's probe computes them (the round's ``probed``
+        counts the samples, as the trainer does)."""
+
+        def ask(client: int, samples: int | None) -> Message:
+            return Message(
+                content=RecordDict(
+                    {ARRAYS: arrays, CONFIG: ConfigRecord({"samples": samples or 0})}
+                ),
+                message_type=f"{MessageType.QUERY}.{LOSS_QUERY}",
+                dst_node_id=self.nodes[client],
+            )
+
+        def read(reply: Message) -> tuple[float, float, int]:
+            answer = reply.content[CONFIG]
+            return float(answer["mean"]), float(answer["rms"]), int(answer["samples"])
+
+        def count(samples: int) -> None:
+            self.history[PROBE_KEY][-1] += samples
+
+        return loss_probe(grid, ask, read, self._timeout, self.sampler.name, count)
+
     # -- training ----------------------------------------------------------------------------
 
     def configure_train(
@@ -276,6 +318,9 @@ class SamplerStrategy(Strategy):
     ) -> Iterable[Message]:
         nodes = self.map_nodes(grid)
         t = server_round - 1
+        if self.sampler.wants_losses:
+            self.history[PROBE_KEY].append(0)
+            self.sampler.loss_probe = self._loss_probe(grid, arrays)
         if self.availability:
             mask = self.available(grid, t)
             selection = check_available_selection(self.sampler.sample(mask), mask)

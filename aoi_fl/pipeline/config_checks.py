@@ -406,7 +406,10 @@ def _sampler_dry_run(
     check_selection_ids(sampler.sample(), n_clients, name)
 
 
-def _sampler(spec: Mapping[str, Any], n_clients: int) -> None:
+def check_sampler(spec: Mapping[str, Any], n_clients: int) -> None:
+    """A configuration's ``sampler`` section for ``n_clients`` clients: a registered name, its
+    options (names, memory, values by a dry draw), raising ValueError that names the key, the
+    value and what is allowed; loads no data."""
     name = _name("sampler", "sampler name", spec, registry.SAMPLERS)
     options = _options(spec)
     factory = registry.SAMPLERS[name]
@@ -708,7 +711,7 @@ def check_config(config: Mapping[str, Any], datasets: Table, partitions: Table) 
     dataset = config["dataset"]
     facts = _dataset(dataset, datasets)
     n_clients, smallest = _partition(config["partition"], partitions, dataset["name"], facts)
-    _sampler(config["sampler"], n_clients)
+    check_sampler(config["sampler"], n_clients)
     _availability(config.get("availability"), config["sampler"]["name"], n_clients)
     _training(config["training"], n_clients, smallest, facts)
     _model(config["model"], config["training"], dataset["name"], facts)

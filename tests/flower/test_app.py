@@ -56,7 +56,8 @@ def test_the_apps_run_config_is_the_smoke_configuration(tmp_path, monkeypatch):
     parsed = app.parse_run_config(pyproject_run_config())
     assert parsed.config == runs.resolve_config(CONFIG)
     assert parsed.data_root == str(tmp_path / "data")
-    assert parsed.output == tmp_path / "flower_history.json"
+    # an ignored folder (.gitignore), never the repository's root
+    assert parsed.output == tmp_path / "flower-runs" / "history.json"
     assert parsed.model_output is None
     assert (parsed.on_failure, parsed.timeout) == ("renormalise", 600.0)
     assert app.SECTIONS == runs._SECTIONS
@@ -179,6 +180,20 @@ def test_what_cannot_run_is_refused_before_flower_starts(tmp_path, user_module):
         app.run_flower_app(CONFIG, app_dir=tmp_path)
     with pytest.raises(ValueError, match="timeout must be > 0.0"):
         app.run_flower_app(CONFIG, timeout=0)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:0"])
+def test_a_device_other_than_the_cpu_is_refused_by_every_flower_path(device):
+    on_device = json.loads(json.dumps(CONFIG))
+    on_device["training"]["device"] = device
+    message = rf"training.device='{device}': Flower runs train on the CPU"
+    with pytest.raises(ValueError, match=message):
+        app.run_flower_app(on_device)
+    with pytest.raises(ValueError, match=message):
+        simulation.run_flower(on_device)
+    with pytest.raises(ValueError, match=message):
+        app.parse_run_config({**pyproject_run_config(), "training.device": device})
+    app.parse_run_config({**pyproject_run_config(), "training.device": "cpu"})
 
 
 @pytest.mark.parametrize("status", ["finished:failed", "finished:stopped"])

@@ -16,7 +16,7 @@ from aoi_fl.core.algorithms import FedAvg  # noqa: E402
 from aoi_fl.core.selection import Sampler, Selection  # noqa: E402
 from aoi_fl.flower.client import client_app  # noqa: E402
 from aoi_fl.flower.inprocess import InProcessGrid  # noqa: E402
-from aoi_fl.flower.strategy import SamplerStrategy, node_map  # noqa: E402
+from aoi_fl.flower.strategy import LOSS_QUERY, SamplerStrategy, node_map  # noqa: E402
 from aoi_fl.pipeline import runs  # noqa: E402
 
 DATA = "data"
@@ -84,6 +84,27 @@ def test_flower_selects_and_aggregates_as_the_in_process_trainer(aggregation):
     client_of = {node: i for node, i in grid.partition_ids.items()}
     trained = [client_of[node] for kind, node in grid.sent if kind == "train"]
     assert trained == [i for ids in h["selected"] for i in ids]
+
+
+@pytest.mark.parametrize(
+    "sampler",
+    [
+        {"name": "power_of_choice", "m": 2, "d": 4, "seed": 1, "probe_samples": 20},
+        {"name": "oort", "m": 3, "seed": 1, "trained_samples": 32},
+    ],
+)
+def test_loss_probing_samplers_select_as_the_in_process_trainer(sampler):
+    cfg = config(sampler=sampler)
+    trainer = in_process(cfg)
+    strategy, grid, final = flower(cfg)
+    h = trainer.history
+    assert strategy.history["selected"] == h["selected"]
+    assert strategy.history["weights"] == h["weights"]
+    assert strategy.history["probed"] == h["probed"]
+    assert all(torch.equal(final[k], v) for k, v in trainer.params.items())
+    # the candidates' (and, for Oort, the participants') nodes were asked for their losses
+    asked = [node for kind, node in grid.sent if kind.endswith(LOSS_QUERY)]
+    assert len(asked) == (4 if sampler["name"] == "power_of_choice" else 3) * 3
 
 
 def test_the_index_query_goes_to_every_node_once():
@@ -193,9 +214,6 @@ def test_a_full_information_sampler_and_bad_options_are_refused():
         SamplerStrategy(sampler, lambda t: 0.1, on_failure="retry")
     with pytest.raises(TypeError, match="algorithm must be an aoi_fl Algorithm, got dict"):
         SamplerStrategy(sampler, lambda t: 0.1, {"name": "fedavg"})
-    probing = runs.SAMPLERS["power_of_choice"](N, np.ones(N), m=2, d=4, seed=0)
-    with pytest.raises(ValueError, match="probes the clients' losses"):
-        SamplerStrategy(probing, lambda t: 0.1)
     with pytest.raises(ValueError, match="not availability aware"):
         SamplerStrategy(Scripted(N, []), lambda t: 0.1, availability=True)
 
