@@ -14,27 +14,32 @@ import pytest
 from aoi_fl.pipeline import cache, runs
 
 RESULTS = Path(__file__).resolve().parents[2] / "results" / "runs"
-ENTRIES = sorted(RESULTS.glob("*/result.json"))
+# compressed entries too (the arena's and other large grids': result.json.gz)
+ENTRIES = sorted([*RESULTS.glob("*/result.json"), *RESULTS.glob("*/result.json.gz")])
 RUN_SECTIONS = {"dataset", "partition", "model", "sampler", "training"}
 
 
 def _run_configs(config):
-    # training runs, and the runs a FedSUM summary was made from
-    if set(config) == RUN_SECTIONS:
+    # training runs (with an availability section or not), and the run a FedSUM summary, a
+    # traffic count or a Flower record was made from
+    if RUN_SECTIONS <= set(config):
         yield config
-    elif "fedsum_summary" in config:
+    elif isinstance(config.get("run"), dict) and RUN_SECTIONS <= set(config["run"]):
         yield config["run"]
 
 
 def test_there_are_committed_results():
-    assert len(ENTRIES) > 400  # guards against a moved folder making the next test vacuous
+    # guards against a moved folder (or a new compression) making the next test vacuous
+    assert len(ENTRIES) > 1600
+    assert sum(p.suffix == ".gz" for p in ENTRIES) > 800
 
 
 @pytest.mark.slow
 def test_every_committed_key_is_recomputed_from_its_configuration():
-    wrong, unresolved = [], []
+    wrong, unresolved, available = [], [], 0
     for path in ENTRIES:
         body = cache._unseal(path)  # also checks the entry's checksum
+        available += "availability" in body["config"]
         key = cache.config_key(body["config"])
         if not key == body["key"] == path.parent.name:
             wrong.append(path.parent.name)
@@ -42,6 +47,7 @@ def test_every_committed_key_is_recomputed_from_its_configuration():
             resolved = runs.resolve_config(config)
             if cache.canonical_json(resolved) != cache.canonical_json(config):
                 unresolved.append(path.parent.name)
+    assert available > 600  # the arena's runs under availability models are among them
     assert not wrong, f"entries whose key no longer matches their configuration: {wrong[:5]}"
     assert not unresolved, f"run configurations that resolve differently now: {unresolved[:5]}"
 
