@@ -58,7 +58,7 @@ $(VENV)/.installed: pyproject.toml
 	@$(MAKE) --no-print-directory check-python
 	$(PYTHON3) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[flower,ray]'
+	$(PY) -m pip install --quiet -e '.[flower,ray,dev]'
 	touch $@
 
 # before pip stops with a requires-python error deep inside the install: say what to do

@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def pins_from_pyproject() -> dict[str, str]:
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    """The library's pins and the dev extra's (what environment.yml lists one by one)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = project["dependencies"] + project["optional-dependencies"]["dev"]
     pins = {}
     for dep in deps:
         name, version = dep.split("==")
@@ -37,8 +39,21 @@ def pins_from_environment_yml() -> dict[str, str]:
 
 
 def test_every_dependency_is_pinned_exactly():
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = project["dependencies"] + [
+        d for ds in project["optional-dependencies"].values() for d in ds
+    ]
     assert all("==" in d for d in deps), deps
+
+
+def test_the_library_needs_none_of_the_artifacts_tools():
+    # a Flower user's `pip install aoi-fl[flower]` must not pull in JupyterLab, the test runners
+    # or the linters: those are the dev extra's
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime = {Requirement(d).name for d in project["dependencies"]}
+    tools = {"jupyterlab", "pytest", "ruff", "selenium", "papermill", "import-linter"}
+    assert not runtime & tools
+    assert tools <= {Requirement(d).name for d in project["optional-dependencies"]["dev"]}
 
 
 def test_environment_yml_matches_pyproject():
@@ -82,15 +97,15 @@ def test_the_optional_extras_are_pinned_and_installed_by_make_and_conda():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    assert set(extras) == {"flower", "ray"}
+    assert set(extras) == {"flower", "ray", "dev"}
     for deps in extras.values():
         for dep in deps:
             req = Requirement(dep)
             assert "==" in dep and importlib.metadata.version(req.name) == str(
                 next(iter(req.specifier)).version
             ), dep
-    assert "-e '.[flower,ray]'" in (ROOT / "Makefile").read_text()
-    assert "- -e .[flower,ray]" in (ROOT / "environment.yml").read_text()
+    assert "-e '.[flower,ray,dev]'" in (ROOT / "Makefile").read_text()
+    assert "- -e .[flower,ray,dev]" in (ROOT / "environment.yml").read_text()
 
 
 def test_python_version_agrees():
