@@ -5,8 +5,6 @@ under ``flwr run`` its selections are the in-process sampler's for the same seed
 
 import importlib
 import importlib.util
-import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +17,6 @@ from flwr.serverapp.strategy import FedAvg  # noqa: E402
 
 from aoi_fl.core import registry  # noqa: E402
 from aoi_fl.flower.adapter import policy_options, with_policy  # noqa: E402
-from aoi_fl.flower.app import flwr_run  # noqa: E402
 from aoi_fl.flower.inprocess import InProcessGrid, node_ids, task_identity  # noqa: E402
 from aoi_fl.flower.simulation import flower_logs  # noqa: E402
 
@@ -73,28 +70,3 @@ def test_the_examples_clientapp_answers_power_of_choice_probes_in_process(quicks
 def test_the_run_config_names_the_missing_policy_keys():
     with pytest.raises(ValueError, match=r"lacks \['policy.n'\]"):
         policy_options({"policy.name": "uniform", "policy.s": 2})
-
-
-@pytest.mark.slow
-def test_the_example_app_runs_under_flwr_run(tmp_path):
-    options = {"m": 2, "m_prime": 2, "seed": 5}
-    run_config = {
-        "num-server-rounds": 3,
-        "local-steps": 2,
-        "data-root": DATA,
-        "output": str(tmp_path / "history.json"),
-        "policy.name": "markov_optimal",
-        "policy.n": N,
-        **{f"policy.{k}": v for k, v in options.items()},
-    }
-    with busy_machine.watch() as seen:
-        flwr_run(EXAMPLE, run_config, nodes=N, num_cpus=2, home=tmp_path)
-    # the SuperLink, its SuperExec, the simulation, the Ray node: all on loopback, all ended
-    assert seen and not busy_machine.beyond_loopback(seen)
-    assert not busy_machine.listening(busy_machine.descendants(os.getpid()))
-    history = json.loads((tmp_path / "history.json").read_text())
-    assert history["selected"] == selections("markov_optimal", options, 3)
-    assert history["failed"] == [[], [], []]
-    # FedAvg's own aggregation of the ClientApp's metrics, every round
-    assert sorted(history["train_metrics"]) == ["1", "2", "3"]
-    assert all(np.isfinite(m["train_loss"]) for m in history["train_metrics"].values())
