@@ -76,6 +76,7 @@ from aoi_fl.core.selection import (
 )
 from aoi_fl.core.validation import require_int
 from aoi_fl.flower.probes import loss_probe
+from aoi_fl.flower.strategy import refuse_full_information
 from aoi_fl.pipeline import config_checks, plugins
 
 #: the metrics a probed node's evaluate reply carries by default (mean and RMS loss)
@@ -102,11 +103,7 @@ def build_policy(policy: str, n: int, sizes: Sequence[float] | None, options: di
     if sizes.shape != (n,):
         raise ValueError(f"sizes must give one data size per client (n={n}), got {sizes.shape}")
     sampler = registry.SAMPLERS[policy](n, sizes, **options)
-    if type(sampler).inform is not Sampler.inform:
-        raise ValueError(
-            f"policy {policy!r} needs every client's update before it draws (full "
-            "information), which a Flower round does not provide"
-        )
+    refuse_full_information(sampler)
     return sampler
 
 

@@ -102,6 +102,16 @@ def require_cpu(config: Mapping[str, object]) -> None:
         )
 
 
+def refuse_full_information(sampler: Sampler) -> None:
+    """A sampler that reads every client's update before it draws (full information) cannot
+    run in Flower, where only the selected clients train: refused, naming it."""
+    if type(sampler).inform is not Sampler.inform:
+        raise ValueError(
+            f"sampler {sampler.name!r} needs every client's update before it draws "
+            "(full information), which a Flower round does not provide"
+        )
+
+
 def node_map(answers: Mapping[int, object], n: int) -> dict[int, int]:
     """Client index -> node id from each node's answered ``partition-id`` (node id -> answer).
 
@@ -151,11 +161,7 @@ class SamplerStrategy(Strategy):
     ) -> None:
         if not isinstance(sampler, Sampler):
             raise TypeError(f"sampler must be an aoi_fl Sampler, got {type(sampler).__name__}")
-        if type(sampler).inform is not Sampler.inform:  # it reads every client's update
-            raise ValueError(
-                f"sampler {sampler.name!r} needs every client's update before it draws "
-                "(full information), which a Flower round does not provide"
-            )
+        refuse_full_information(sampler)
         algorithm = FedAvg() if algorithm is None else algorithm
         if not isinstance(algorithm, Algorithm):
             raise TypeError(
