@@ -1,10 +1,10 @@
 """The example app (``examples/flower-quickstart``, issue 41): Flower's quickstart shape (its
 own model, MNIST loading and FedAvg) with an aoi_fl policy choosing the training nodes. In
 process its ClientApp answers the adapter's loss probes through its own evaluate function;
-under ``flwr run`` its selections are the in-process sampler's for the same seed."""
+under ``flwr run`` (tests/flower/test_app.py, beside the App's own run) its selections are the
+in-process sampler's for the same seed."""
 
 import importlib
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +22,6 @@ from aoi_fl.flower.simulation import flower_logs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
-spec = importlib.util.spec_from_file_location(
-    "busy_machine", Path(__file__).parents[1] / "test_busy_machine.py"
-)
-busy_machine = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(busy_machine)
 EXAMPLE = ROOT / "examples" / "flower-quickstart"
 DATA = str(ROOT / "data")
 N = 4
