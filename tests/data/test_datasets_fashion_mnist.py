@@ -7,6 +7,7 @@ when ``data/FashionMNIST`` is absent.
 import dataclasses
 import gzip
 import hashlib
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 import torch
 
 import aoi_fl.data.datasets as data
+from aoi_fl.data import fashion_mnist
 from aoi_fl.data.datasets import (
     FASHION_MNIST_FILES,
     DataError,
@@ -147,7 +149,7 @@ def no_subprocess(*args, **kwargs):
 
 
 def test_fetch_gunzips_the_installed_package(tiny, tmp_path, monkeypatch):
-    monkeypatch.setattr(data, "FASHION_MNIST_DEBIAN_DIR", write_gz(tmp_path / "deb", tiny))
+    monkeypatch.setattr(fashion_mnist, "FASHION_MNIST_DEBIAN_DIR", write_gz(tmp_path / "deb", tiny))
     monkeypatch.setattr(subprocess, "run", no_subprocess)
     root = tmp_path / "root"
     raw = fetch_fashion_mnist(root)
@@ -160,7 +162,9 @@ def test_fetch_gunzips_the_installed_package(tiny, tmp_path, monkeypatch):
 
 def test_fetch_writes_nothing_when_a_packaged_file_is_altered(tiny, tmp_path, monkeypatch):
     altered = {**tiny, "t10k-labels-idx1-ubyte": tiny["t10k-labels-idx1-ubyte"][:-1] + b"\x00"}
-    monkeypatch.setattr(data, "FASHION_MNIST_DEBIAN_DIR", write_gz(tmp_path / "deb", altered))
+    monkeypatch.setattr(
+        fashion_mnist, "FASHION_MNIST_DEBIAN_DIR", write_gz(tmp_path / "deb", altered)
+    )
     root = tmp_path / "root"
     with pytest.raises(DataError, match="t10k-labels-idx1-ubyte: SHA-256"):
         fetch_fashion_mnist(root)
@@ -183,8 +187,8 @@ def fake_tools(tmp_path: Path, gz_folder: Path | None, monkeypatch) -> Path:
     (bin_dir / "dpkg-deb").write_text(f'#!/bin/sh\necho "dpkg-deb $*" >> {log}\n{unpack}\n')
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
-    monkeypatch.setattr(data.shutil, "which", lambda name: str(bin_dir / name))
-    monkeypatch.setattr(data, "FASHION_MNIST_DEBIAN_DIR", tmp_path / "not-installed")
+    monkeypatch.setattr(shutil, "which", lambda name: str(bin_dir / name))
+    monkeypatch.setattr(fashion_mnist, "FASHION_MNIST_DEBIAN_DIR", tmp_path / "not-installed")
     return log
 
 
@@ -208,8 +212,8 @@ def test_fetch_refuses_a_package_that_does_not_unpack(tiny, tmp_path, monkeypatc
 
 
 def test_fetch_without_apt_says_what_to_do(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(data.shutil, "which", lambda name: None)
-    monkeypatch.setattr(data, "FASHION_MNIST_DEBIAN_DIR", tmp_path / "not-installed")
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(fashion_mnist, "FASHION_MNIST_DEBIAN_DIR", tmp_path / "not-installed")
     with pytest.raises(DataError, match="apt-get and dpkg-deb are not available"):
         fetch_fashion_mnist(tmp_path)
     assert data.main(["fetch-fashion-mnist", "--root", str(tmp_path)]) == 1
@@ -225,8 +229,8 @@ def test_fetch_through_torchvision(tiny, tmp_path, monkeypatch):
                 raise RuntimeError("Error downloading train-images-idx3-ubyte.gz")
             write_raw(Path(root), tiny)
 
-    spec = dataclasses.replace(data._FASHION_MNIST, tv_class=FashionMNIST)
-    monkeypatch.setattr(data, "_FASHION_MNIST", spec)
+    spec = dataclasses.replace(fashion_mnist._FASHION_MNIST, tv_class=FashionMNIST)
+    monkeypatch.setattr(fashion_mnist, "_FASHION_MNIST", spec)
     root = tmp_path / "root"
     assert fetch_fashion_mnist(root, "torchvision") == root / "FashionMNIST" / "raw"
     assert fashion_mnist_available(root)

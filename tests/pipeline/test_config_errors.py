@@ -26,7 +26,7 @@ from aoi_fl.core.models import MODELS
 from aoi_fl.core.selection import SeededSampler, Selection
 from aoi_fl.core.train import LR_SCHEDULES
 from aoi_fl.data.facts import DATASET_FACTS, dataset_facts
-from aoi_fl.pipeline import cache, config_checks, runs
+from aoi_fl.pipeline import cache, config_checks, config_model, config_training, runs
 from aoi_fl.pipeline.cache import config_key
 from aoi_fl.pipeline.runs import resolve_config
 
@@ -572,11 +572,11 @@ def test_every_committed_run_configuration_resolves_to_itself_and_passes(monkeyp
 
 def test_validation_is_cached_per_specification():
     # a grid repeats its model and sampler: the dry runs are not repeated per seed
-    config_checks._model_fits.cache_clear()
+    config_model._model_fits.cache_clear()
     resolve_config(MNIST)
     for seed in range(1, 20):
         resolve_config(changed(MNIST, "model.seed", seed))
-    assert config_checks._model_fits.cache_info().misses == 1
+    assert config_model._model_fits.cache_info().misses == 1
 
 
 def test_checking_draws_from_no_global_random_generator():
@@ -629,7 +629,7 @@ def test_a_learning_rate_schedule_is_checked_in_closed_form(machine, nothing_run
     quick(lambda: runs.resolve_config(many))
     # the first round whose rate underflows float32, found by bisection
     decaying = changed(many, "training.lr", {"name": "exponential", "lr0": 0.1, "decay": 0.9})
-    smallest = config_checks._FLOAT32_RATES[0]
+    smallest = config_training._FLOAT32_RATES[0]
     first = next(t for t in itertools.count() if 0.1 * 0.9**t < smallest)
     with pytest.raises(ValueError, match=rf"in round {first}; the rate of every round"):
         quick(lambda: runs.resolve_config(decaying))
