@@ -89,7 +89,14 @@ def _require_factory(kind: str, name: str, factory: Any, shape: str) -> None:
         )
 
 
-def _add(kind: str, table: dict[str, Any], name: str, value: Any, registrar: str = "") -> None:
+def _caller() -> str:
+    """The module whose code called the ``register_*`` function that calls this."""
+    return sys._getframe(2).f_globals.get("__name__", "")
+
+
+def add_entry(kind: str, table: dict[str, Any], name: str, value: Any, registrar: str = "") -> None:
+    """Put ``value`` in ``table`` under ``name`` and note who registered it (:data:`REGISTRARS`);
+    a name taken by something defined elsewhere is refused."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"{kind} name must be a non-empty string, got {name!r}")
     # the papers reuse words ("uniform"): a silent overwrite would train or draw the wrong
@@ -154,7 +161,7 @@ def register_sampler(
     (:data:`HORIZONS`).
     """
     _require_factory("sampler", name, factory, "(n, sizes, **options) -> Sampler")
-    _add("sampler", SAMPLERS, name, factory, sys._getframe(1).f_globals.get("__name__", ""))
+    add_entry("sampler", SAMPLERS, name, factory, _caller())
     if availability:
         AVAILABILITY_AWARE.add(name)
     if horizon is not None:
@@ -166,14 +173,14 @@ def register_sampler(
 def register_algorithm(name: str, factory: Callable[..., Any], style: Style | None = None) -> None:
     """Make algorithm ``name`` available to configurations (and figures, with a ``style``)."""
     _require_factory("algorithm", name, factory, "(**options) -> Algorithm")
-    _add("algorithm", ALGORITHMS, name, factory, sys._getframe(1).f_globals.get("__name__", ""))
+    add_entry("algorithm", ALGORITHMS, name, factory, _caller())
     if style is not None:
         register_style(name, style)
 
 
 def register_recorder(mode: str, recorder: Any) -> None:
     """The per-round recorder the trainer uses in training mode ``mode`` (a paper's metrics)."""
-    _add("recorder", RECORDERS, mode, recorder)
+    add_entry("recorder", RECORDERS, mode, recorder)
 
 
 def register_family(title: str, names: Iterable[str]) -> None:

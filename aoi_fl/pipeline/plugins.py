@@ -1,19 +1,38 @@
-"""The paper packages, found by name, and what worker processes need of a user's registrations.
+"""The paper packages, a user's installed policies (entry points), and what worker processes
+need of a user's registrations.
 
 The shared layers never import a paper: :func:`load` imports the packages named in
 :data:`aoi_fl.papers.PAPERS` and in the ``aoi_fl.papers`` entry-point group, and each package's
 ``REGISTERS`` modules, whose imports fill :mod:`aoi_fl.core.registry`. The ledger reads each
 package's ``CLAIMS`` module (:func:`claim_modules`).
 
-A sampler or algorithm a user registers outside these packages (a file of their own, a notebook
-cell) exists only in the process that registered it. :func:`shipped` packs what a configuration
-grid names from such registrations, so that a worker process (spawned, or a Ray task) can
-register the same factory before it trains (:func:`install`). To a spawned process a factory
-travels by reference (its module and name, as pickle sends functions; the process has this one's
-``sys.path``); to Ray, whose workers may be other machines without the user's file, its module
-travels by value (cloudpickle). Either way it must live in an importable module: one defined in a
-notebook cell or a script run as ``__main__`` is refused in the parent, before anything trains,
-with an error that says where to put it.
+An installed package adds samplers, algorithms and availability models without any import by
+the user: its ``pyproject.toml`` declares each in an entry-point group (:data:`GROUPS`), named
+as configurations name it::
+
+    [project.entry-points."aoi_fl.samplers"]
+    every_other = "my_policies:every_other"        # factory(n, sizes, **options) -> Sampler
+    [project.entry-points."aoi_fl.algorithms"]
+    my_fedavg = "my_policies:MyFedAvg"             # factory(**options) -> Algorithm
+    [project.entry-points."aoi_fl.availability"]
+    weekly = "my_policies:Weekly"                  # an Availability subclass, name "weekly"
+
+A sampler factory may carry what :func:`~aoi_fl.core.registry.register_sampler` takes as
+attributes: ``style`` (a :class:`~aoi_fl.core.registry.Style`), ``availability_aware`` (bool)
+and ``horizon`` (str). :func:`load` registers every entry point it has not registered yet; the
+pipeline calls it before it resolves a configuration, so a package installed (or put on
+``sys.path``) after ``aoi_fl`` was imported is found too.
+
+A sampler, algorithm or availability model a user registers outside these packages (a file of
+their own, a notebook cell, an entry point) exists only in the process that registered it.
+:func:`shipped` packs what a configuration grid names from such registrations, so that a worker
+process (spawned, or a Ray task) can register the same factory before it trains
+(:func:`install`). To a spawned process a factory travels by reference (its module and name, as
+pickle sends functions; the process has this one's ``sys.path``); to Ray, whose workers may be
+other machines without the user's file, its module travels by value (cloudpickle). Either way
+it must live in an importable module: one defined in a notebook cell or a script run as
+``__main__`` is refused in the parent, before anything trains, with an error that says where to
+put it.
 """
 
 from __future__ import annotations
@@ -28,10 +47,17 @@ from types import ModuleType
 from typing import Any
 
 from aoi_fl.core import registry
+from aoi_fl.core.availability import MODELS, register_availability
 from aoi_fl.papers import PAPERS
 
 #: third-party paper packages (or policy packages) declare themselves in this entry-point group
 ENTRY_POINT_GROUP = "aoi_fl.papers"
+#: entry-point group -> what its entries are (kind, as in :data:`aoi_fl.core.registry.REGISTRARS`)
+GROUPS: dict[str, str] = {
+    "aoi_fl.samplers": "sampler",
+    "aoi_fl.algorithms": "algorithm",
+    "aoi_fl.availability": "availability",
+}
 
 
 def paper_packages() -> tuple[str, ...]:
@@ -56,14 +82,60 @@ def swept_papers() -> set[str]:
     return {package.KEY for package in packages if getattr(package, "SWEPT", True)}
 
 
-@functools.cache
 def load() -> tuple[ModuleType, ...]:
-    """Import every paper package and its ``REGISTERS`` modules (once per process)."""
+    """Import every paper package and its ``REGISTERS`` modules (once per process), and register
+    the entry points of :data:`GROUPS` (again whenever ``sys.path`` has changed)."""
+    packages = _papers()
+    _entry_points(tuple(sys.path))
+    return packages
+
+
+@functools.cache
+def _papers() -> tuple[ModuleType, ...]:
     packages = tuple(importlib.import_module(name) for name in paper_packages())
     for package in packages:
         for module in getattr(package, "REGISTERS", ()):
             importlib.import_module(f"{package.__name__}.{module}")
     return packages
+
+
+@functools.cache
+def _entry_points(path: tuple[str, ...]) -> None:
+    # keyed by sys.path: the installed distributions are read from it
+    for group, kind in GROUPS.items():
+        for point in sorted(entry_points(group=group), key=lambda p: p.name):
+            try:
+                _register(kind, point.name, point.load())
+            except Exception as error:  # noqa: BLE001  (import errors, refusals: all named)
+                raise ValueError(
+                    f"entry point {point.name} = {point.value!r} in group {group!r} "
+                    f"(distribution {getattr(point.dist, 'name', '?')}): "
+                    f"{type(error).__name__}: {error}"
+                ) from error
+            # a worker sees the user's module, not this one, as the registrar: shipped to it
+            registry.REGISTRARS[(kind, point.name)] = point.module
+
+
+def _register(kind: str, name: str, obj: Any, flags: Mapping[str, Any] | None = None) -> None:
+    """Register ``obj``; a sampler's ``flags`` (availability, horizon) default to its attributes."""
+    if kind == "sampler":
+        flags = flags or {}
+        registry.register_sampler(
+            name,
+            obj,
+            getattr(obj, "style", None),
+            availability=flags.get("availability", getattr(obj, "availability_aware", False)),
+            horizon=flags.get("horizon", getattr(obj, "horizon", None)),
+        )
+    elif kind == "algorithm":
+        registry.register_algorithm(name, obj, getattr(obj, "style", None))
+    else:
+        if getattr(obj, "name", None) != name:
+            raise ValueError(
+                f"the availability model's name is {getattr(obj, 'name', None)!r}, but its "
+                f"entry point is named {name!r}: they must be the same"
+            )
+        register_availability(obj)
 
 
 def claim_modules() -> list[ModuleType]:
@@ -75,37 +147,51 @@ def claim_modules() -> list[ModuleType]:
     ]
 
 
-#: what a configuration names, by registry: (label, configuration section, table)
-_NAMED = (("sampler", "sampler", registry.SAMPLERS), ("algorithm", "training", registry.ALGORITHMS))
+#: what a configuration names, by registry: (kind, configuration section, table)
+_NAMED = (
+    ("sampler", "sampler", registry.SAMPLERS),
+    ("algorithm", "training", registry.ALGORITHMS),
+    ("availability", "availability", MODELS),
+)
+
+
+def _named(kind: str, section: Mapping[str, Any]) -> str | None:
+    return (
+        (section.get("algorithm") or {}).get("name") if kind == "algorithm" else section.get("name")
+    )
 
 
 def _in(module: str, packages: Iterable[str]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
 
 
-def _registered_by_a_paper(kind: str, name: str) -> bool:
+def _registered_by_aoi_fl(kind: str, name: str) -> bool:
     # who registered the name, not where its factory is defined: a user may register a paper's
     # factory under a name of their own, which a worker's load() does not make
-    return _in(registry.REGISTRARS.get((kind, name), ""), paper_packages())
+    return _in(registry.REGISTRARS.get((kind, name), ""), ("aoi_fl", *paper_packages()))
 
 
 def shipped(
     configs: Iterable[Mapping[str, Any]], *, by_value: bool = False
-) -> tuple[tuple[str, str, bytes], ...]:
-    """(kind, name, pickled factory) of every name ``configs`` use that no paper package
-    registers, for :func:`install` in a worker (``by_value``: with its module's code, for Ray);
-    raises ValueError for a factory that a worker could not import (defined in ``__main__``: a
+) -> tuple[tuple[str, str, bytes, dict[str, Any]], ...]:
+    """(kind, name, pickled factory, flags) of every name ``configs`` use that aoi_fl and its
+    paper packages do not register, for :func:`install` in a worker (``by_value``: with its
+    module's code, for Ray); a sampler's flags are its availability awareness and horizon.
+    Raises ValueError for a factory that a worker could not import (defined in ``__main__``: a
     notebook cell or a script run directly)."""
     load()
-    out: dict[tuple[str, str], bytes] = {}
+    out: dict[tuple[str, str], tuple[bytes, dict[str, Any]]] = {}
     for config in configs:
         for kind, section, table in _NAMED:
-            spec = config.get(section, {})
-            name = spec.get("name") if kind == "sampler" else spec.get("algorithm", {}).get("name")
-            if name is None or (kind, name) in out or _registered_by_a_paper(kind, name):
+            name = _named(kind, config.get(section, {}))
+            if name is None or (kind, name) in out or _registered_by_aoi_fl(kind, name):
                 continue
-            out[(kind, name)] = _pickled(kind, name, table[name], by_value)
-    return tuple((kind, name, data) for (kind, name), data in out.items())
+            flags = {}
+            if kind == "sampler":
+                aware = name in registry.AVAILABILITY_AWARE
+                flags = {"availability": aware, "horizon": registry.HORIZONS.get(name)}
+            out[(kind, name)] = (_pickled(kind, name, table[name], by_value), flags)
+    return tuple((kind, name, data, flags) for (kind, name), (data, flags) in out.items())
 
 
 def _pickled(kind: str, name: str, factory: Any, by_value: bool) -> bytes:
@@ -140,9 +226,8 @@ def _pickled(kind: str, name: str, factory: Any, by_value: bool) -> bytes:
         ) from error
 
 
-def install(factories: Iterable[tuple[str, str, bytes]]) -> None:
+def install(factories: Iterable[tuple[str, str, bytes, Mapping[str, Any]]]) -> None:
     """In a worker: load the papers, then register the factories :func:`shipped` packed."""
     load()
-    register = {"sampler": registry.register_sampler, "algorithm": registry.register_algorithm}
-    for kind, name, data in factories:
-        register[kind](name, pickle.loads(data))
+    for kind, name, data, flags in factories:
+        _register(kind, name, pickle.loads(data), flags)

@@ -216,6 +216,7 @@ def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
     types, names, options, ranges, the model against the dataset), without loading any data.
     NumPy numbers are taken as the Python numbers they equal (the same key).
     """
+    plugins.load()  # names an installed package declares (entry points) are found from here on
     config_checks.require_mapping("config", config)
     unknown = set(config) - set(_SECTIONS)
     missing = set(_SECTIONS) - set(config) - _OPTIONAL_SECTIONS
@@ -512,7 +513,7 @@ def _run_batch(
     configs, cache_dir, rerun, data_root, threads, device, shipped, deadline = args
     if deadline is not None and time.time() >= deadline:  # queued in a worker past it
         return len(configs)
-    plugins.install(shipped)  # in a spawned worker: the user's samplers and algorithms
+    plugins.install(shipped)  # in a spawned worker: the user's registrations
     if threads is not None:
         torch.set_num_threads(threads)
     results = ResultStore(cache_dir)

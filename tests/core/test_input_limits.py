@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aoi_fl.core import availability, validation
-from aoi_fl.core.availability import build_availability
+from aoi_fl.core import availability_trace, validation
+from aoi_fl.core.availability import build_availability, check_availability_spec
 from aoi_fl.core.selection import Selection, check_selection_ids
 from aoi_fl.core.train import LR_SCHEDULES
 
@@ -120,8 +120,8 @@ def trace_files(draw):
 def test_numpy_reads_a_plain_trace_as_the_csv_module_does(tmp_path_factory, text):
     content = text.encode()
     path = write(tmp_path_factory.mktemp("trace"), content)
-    reference = availability._csv_rows(path, content, None)
-    fast = availability._plain_rows(content)
+    reference = availability_trace._csv_rows(path, content, None)
+    fast = availability_trace._plain_rows(content)
     plain = "\n\n" not in text.replace("\r\n", "\n").rstrip()
     assert (fast is not None) == plain
     for rows in [fast] if plain else []:
@@ -137,8 +137,8 @@ def test_a_large_trace_is_parsed_by_numpy_once(tmp_path, monkeypatch):
     table = np.column_stack([table, table[:, 1] + rng.integers(1, 1000, rows)])
     text = "client,start,end\n" + "\n".join(f"{c},{s},{e}" for c, s, e in table.tolist())
     path = write(tmp_path, text)
-    monkeypatch.setattr(availability, "_PARSED", {})
-    monkeypatch.setattr(availability, "_csv_rows", None)  # the row-by-row reader is not used
+    monkeypatch.setattr(availability_trace, "_PARSED", {})
+    monkeypatch.setattr(availability_trace, "_csv_rows", None)  # the row-by-row reader is not used
     start = time.perf_counter()
     model = build_availability({"name": "trace", "path": path}, 50, None)
     assert time.perf_counter() - start < 3.0
@@ -147,7 +147,7 @@ def test_a_large_trace_is_parsed_by_numpy_once(tmp_path, monkeypatch):
     for _ in range(5):  # checked and built again: hashed, not parsed
         build_availability(model.config(), 50, None)
     assert time.perf_counter() - start < 1.5
-    assert list(availability._PARSED) == [model.config()["sha256"]]
+    assert list(availability_trace._PARSED) == [model.config()["sha256"]]
 
 
 def test_an_edited_trace_is_parsed_anew(tmp_path):
@@ -171,7 +171,7 @@ def test_an_edited_trace_is_parsed_anew(tmp_path):
 def test_trace_values_beyond_int64_or_the_clients_are_named(tmp_path, text, n, message):
     path = write(tmp_path, text)
     with pytest.raises(ValueError, match=message):
-        availability.check_availability_spec({"name": "trace", "path": path}, n)
+        check_availability_spec({"name": "trace", "path": path}, n)
 
 
 @pytest.mark.parametrize("repeat", [False, True])

@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aoi_fl.aoi import sigma
-from aoi_fl.core import availability, registry, validation
+from aoi_fl.core import availability_trace, registry, validation
 from aoi_fl.core.models import MODELS
 from aoi_fl.core.selection import SeededSampler, Selection
 from aoi_fl.core.train import LR_SCHEDULES
@@ -835,11 +835,11 @@ def test_a_trace_is_parsed_once_per_run(tmp_path, monkeypatch):
     rows = "".join(f"{i % 6},{i},{i + 3}\n" for i in range(1000))
     config = trace_config(tmp_path, "client,start,end\n" + rows)
     parsed = []
-    plain_rows = availability._plain_rows
+    plain_rows = availability_trace._plain_rows
     monkeypatch.setattr(
-        availability, "_plain_rows", lambda content: parsed.append(1) or plain_rows(content)
+        availability_trace, "_plain_rows", lambda content: parsed.append(1) or plain_rows(content)
     )
-    monkeypatch.setattr(availability, "_PARSED", {})
+    monkeypatch.setattr(availability_trace, "_PARSED", {})
     run(config, str(tmp_path / "cache"), str(tmp_path))
     assert parsed == [1]
 

@@ -134,9 +134,10 @@ def test_a_paper_factory_under_a_users_name_is_shipped_by_reference(paper_factor
     for by_value in (False, True):  # Ray: aoi_fl travels by reference too
         if by_value:
             pytest.importorskip("ray")
-        ((kind, name, data),) = plugins.shipped([config_], by_value=by_value)
+        ((kind, name, data, flags),) = plugins.shipped([config_], by_value=by_value)
         assert (kind, name) == ("sampler", paper_factory_renamed)
         assert registry.origin(pickle.loads(data)) == registry.origin(registry.SAMPLERS["random"])
+        assert flags == {"availability": False, "horizon": None}  # as registered by the user
     assert plugins.shipped([config("random")]) == ()  # a paper's own name: the worker loads it
 
 
