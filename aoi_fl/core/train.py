@@ -48,399 +48,89 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import nn
-from torch.func import functional_call
 from tqdm import tqdm  # plain bars: tqdm.auto warns (with a machine path) without ipywidgets
 
 from aoi_fl.core.algorithms import Algorithm, ClientUpdates, FedAvg, update_norms
 from aoi_fl.core.device import eval_batch_size, memory_hint, resolve_device
-from aoi_fl.core.engines import (
-    ENGINES,
-    LOSSES,
-    LocalTraining,
-    local_batches,
-    local_step_batches,
-    single_linear,
+from aoi_fl.core.engines import LocalTraining
+from aoi_fl.core.evaluation import (
+    EVAL_GROUP,
+    _batched_outputs,
+    _grouped_linear_sums,
+    evaluate,
+    evaluate_many,
+    per_sample_losses,
+    rounds_to_target,
+    screen_gaps,
+    screen_pairs,
 )
-from aoi_fl.core.seeding import generator
+from aoi_fl.core.lr_schedules import (
+    LR_SCHEDULES,
+    ConstantLR,
+    ExponentialDecay,
+    InverseSqrtDecay,
+    _Schedule,
+)
+from aoi_fl.core.minibatches import local_batches, local_step_batches
 from aoi_fl.core.selection import (
     Sampler,
     Selection,
     check_available_selection,
     check_selection_ids,
 )
-from aoi_fl.core.tensors import Params, TensorSplit
-from aoi_fl.core.validation import require_choice, require_int, require_real
+from aoi_fl.core.tensors import Params
+from aoi_fl.core.train_settings import (
+    AVAILABILITY_KEY,
+    CLIENT_ACCURACY_KEY,
+    HISTORY_KEYS,
+    PROBE_KEY,
+    SCREEN_KEYS,
+    FederatedData,
+    RoundRecorder,
+    TrainSettings,
+)
+from aoi_fl.core.trainer_evaluation import TrainerEvaluation
+from aoi_fl.core.validation import require_int
 
 if TYPE_CHECKING:
     from aoi_fl.core.availability import Availability
 
-# ---------------------------------------------------------------------------------------------
-# Learning-rate schedules: callables round -> lr with a config() for cache keys
-
-
-class _Schedule:
-    """eta_t = ``self(t)``; :meth:`config` (its name and fields) keys the runs that use it."""
-
-    name: ClassVar[str]
-
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):  # every parameter of a schedule is a positive real
-            require_real(f.name, getattr(self, f.name), minimum=0.0, strict_minimum=True)
-
-    def config(self) -> dict:
-        return {"name": self.name, **dataclasses.asdict(self)}
-
-    def first_outside(self, low: float, high: float, rounds: int) -> tuple[int, float] | None:
-        """The first (round t, eta_t) of rounds 0..rounds-1 with eta_t outside [low, high], or
-        None. Every schedule here is non-increasing in t, so this bisects: O(log rounds) rates
-        whatever the number of rounds."""
-        if rounds == 0:
-            return None
-        first = float(self(0))
-        if not low <= first <= high:
-            return 0, first
-        if float(self(rounds - 1)) >= low:
-            return None
-        inside, below = 0, rounds - 1
-        while below - inside > 1:
-            middle = (inside + below) // 2
-            inside, below = (middle, below) if float(self(middle)) >= low else (inside, middle)
-        return below, float(self(below))
-
-
-@dataclass(frozen=True)
-class ExponentialDecay(_Schedule):
-    """eta_t = lr0 * decay^t (the AoI paper: lr0 = 0.1, decay = 0.998)."""
-
-    name = "exponential"
-
-    lr0: float = 0.1
-    decay: float = 0.998
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        require_real("decay", self.decay, maximum=1.0)
-
-    def __call__(self, t: int) -> float:
-        return self.lr0 * self.decay**t
-
-
-@dataclass(frozen=True)
-class InverseSqrtDecay(_Schedule):
-    """eta_t = lr0 / sqrt(t / period + 1) (the FedSUM experiments: period 10)."""
-
-    name = "inverse_sqrt"
-
-    lr0: float = 0.01
-    period: float = 10.0
-
-    def __call__(self, t: int) -> float:
-        return self.lr0 / math.sqrt(t / self.period + 1.0)
-
-
-@dataclass(frozen=True)
-class ConstantLR(_Schedule):
-    """eta_t = lr."""
-
-    name = "constant"
-
-    lr: float = 0.1
-
-    def __call__(self, t: int) -> float:
-        return self.lr
-
-
-#: schedule name -> class (every one a non-increasing :class:`_Schedule`)
-LR_SCHEDULES: dict[str, Callable[..., _Schedule]] = {
-    "exponential": ExponentialDecay,
-    "inverse_sqrt": InverseSqrtDecay,
-    "constant": ConstantLR,
-}
-
-
-# ---------------------------------------------------------------------------------------------
-# Evaluation
-
-
-def _batched_outputs(
-    model: nn.Module, params: Params, split: TensorSplit, batch_size: int
-) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    with torch.no_grad():
-        for lo in range(0, len(split), batch_size):
-            x, y = split.x[lo : lo + batch_size], split.y[lo : lo + batch_size]
-            yield functional_call(model, params, (x,)), y
-
-
-#: how many runs' single linear layer (softmax or linear regression) one evaluation product
-#: holds: always this many (a group with fewer runs is padded with zero models), so that the
-#: product has one shape, and a run's outputs one kernel, whatever runs are evaluated with it (a
-#: run alone is a group of one run and three zero models). The outputs come classes first
-#: (classes x samples), where the softmax runs along the samples: PyTorch's cross-entropy of a
-#: (500, 10) block took 16x as long as a log-softmax over the classes of its (10, 500) transpose
-#: on the 2-core machine. Measured there (Fashion-MNIST's 10,000 test images, 784 -> 10, two
-#: threads; ms per run and evaluation, alone / in a batch of 32 runs): groups of 1: 7.8 / 7.2,
-#: 2: 9.0 / 4.0, 4: 9.4 / 2.3, 8: 14.4 / 1.6, 16: 20.0 / 1.3. Four keeps a run alone about as
-#: fast as before batching existed (one product of its own) and a batch 3x faster
-EVAL_GROUP = 4
-
-
-def _grouped_linear_sums(
-    layer: str,
-    params: Sequence[Params],
-    split: TensorSplit,
-    loss: str,
-    batch_size: int,
-) -> list[tuple[float, int]]:
-    """(sum of the per-sample losses, correct predictions) of each run of a single-linear model,
-    one product per group of :data:`EVAL_GROUP` runs and batch of ``split``."""
-    out: list[tuple[float, int]] = []
-    for lo in range(0, len(params), EVAL_GROUP):
-        group = params[lo : lo + EVAL_GROUP]
-        weight = split.x.new_zeros((EVAL_GROUP, *group[0][f"{layer}.weight"].shape))
-        bias = weight.new_zeros(weight.shape[:2])
-        for r, p in enumerate(group):
-            weight[r] = p[f"{layer}.weight"]
-            if f"{layer}.bias" in p:
-                bias[r] = p[f"{layer}.bias"]
-        classes = weight.shape[1]
-        totals = torch.zeros(EVAL_GROUP, dtype=torch.float64, device=split.x.device)
-        correct = torch.zeros(EVAL_GROUP, dtype=torch.int64, device=split.x.device)
-        with torch.no_grad():
-            for b in range(0, len(split), batch_size):
-                x, y = split.x[b : b + batch_size].flatten(1), split.y[b : b + batch_size]
-                # (group, classes, samples): every run's outputs, classes first
-                o = torch.addmm(bias.view(-1, 1), weight.flatten(0, 1), x.t())
-                o = o.view(EVAL_GROUP, classes, -1)
-                if loss == "cross_entropy":
-                    target = y.view(1, 1, -1).expand(EVAL_GROUP, 1, -1)
-                    per_sample = -o.log_softmax(dim=1).gather(1, target).squeeze(1)
-                    # max's indices are argmax's (the first maximum), 10x faster on this layout
-                    correct += (o.max(dim=1).indices == y).sum(dim=1)
-                else:  # the squared error of the one output (the mean over one output is exact)
-                    per_sample = (o.squeeze(1) - y.to(o.dtype)).square()
-                totals += per_sample.to(torch.float64).sum(dim=1)
-        out.extend(zip(totals.tolist()[: len(group)], correct.tolist()[: len(group)], strict=True))
-    return out
-
-
-def evaluate_many(
-    model: nn.Module,
-    params: Sequence[Params],
-    split: TensorSplit,
-    loss: str = "cross_entropy",
-    batch_size: int = 500,
-) -> list[tuple[float, float | None]]:
-    """:func:`evaluate` of several parameter sets of one ``model`` on one ``split``, each batch
-    of the split read once for all of them. Each run's numbers are those of :func:`evaluate` of
-    its parameters alone, bit for bit: a single-linear model's runs share products of one fixed
-    shape (:data:`EVAL_GROUP`), any other model runs each run's own forward pass."""
-    loss_fn = LOSSES[require_choice("loss", loss, LOSSES)]
-    layer = single_linear(model)
-    if layer is not None:
-        sums = _grouped_linear_sums(layer, params, split, loss, batch_size)
-    else:
-        sums = [(0.0, 0)] * len(params)
-        with torch.no_grad():
-            for lo in range(0, len(split), batch_size):
-                x, y = split.x[lo : lo + batch_size], split.y[lo : lo + batch_size]
-                for r, p in enumerate(params):
-                    o = functional_call(model, p, (x,))
-                    total = float(loss_fn(o, y).to(torch.float64).sum())
-                    hits = int((o.argmax(dim=1) == y).sum()) if loss == "cross_entropy" else 0
-                    sums[r] = (sums[r][0] + total, sums[r][1] + hits)
-    n = len(split)
-    return [(t / n, (c / n if loss == "cross_entropy" else None)) for t, c in sums]
-
-
-def evaluate(
-    model: nn.Module,
-    params: Params,
-    split: TensorSplit,
-    loss: str = "cross_entropy",
-    batch_size: int = 500,
-) -> tuple[float, float | None]:
-    """Mean loss and accuracy of ``model`` with ``params`` on ``split`` (accuracy None for mse).
-
-    A single-linear model is evaluated as a group of :data:`EVAL_GROUP` runs
-    (:func:`evaluate_many`)."""
-    return evaluate_many(model, [params], split, loss, batch_size)[0]
-
-
-def per_sample_losses(
-    model: nn.Module,
-    params: Params,
-    split: TensorSplit,
-    loss: str = "cross_entropy",
-    batch_size: int = 500,
-) -> torch.Tensor:
-    """The loss of every sample of ``split`` under ``params`` (1-d tensor, split order)."""
-    loss_fn = LOSSES[require_choice("loss", loss, LOSSES)]
-    parts = [loss_fn(out, y) for out, y in _batched_outputs(model, params, split, batch_size)]
-    return torch.cat(parts) if parts else torch.zeros(0)
-
-
-def screen_pairs(history: Mapping[str, list]) -> tuple[np.ndarray, np.ndarray]:
-    """(full-test, screen) accuracy on every round where both were measured (screened runs)."""
-    screen = history["screen_accuracy"]  # entry t - 1 belongs to round t
-    full = dict(zip(history["eval_round"], history["test_accuracy"], strict=True))
-    both = [(full[t], a) for t, a in enumerate(screen, start=1) if a is not None and t in full]
-    return np.array([f for f, _ in both]), np.array([a for _, a in both])
-
-
-def screen_gaps(history: Mapping[str, list]) -> np.ndarray:
-    """Full-test minus screen accuracy on every round where both were measured (screened runs).
-
-    The first crossing of the target can be missed only in a round where this gap exceeds the
-    screening margin, so its maximum over a run is the check that none was.
-    """
-    full, screen = screen_pairs(history)
-    return full - screen
-
-
-def rounds_to_target(
-    accuracy: Sequence[float | None] | Mapping[int, float | None],
-    target: float,
-    rounds: Sequence[int] | None = None,
-) -> int | None:
-    """The first round whose accuracy reaches ``target``, or None if none does.
-
-    ``accuracy`` is a mapping round -> accuracy, or a sequence whose entries belong to
-    ``rounds`` (default 1, 2, ...). Missing values (None) never reach the target.
-    """
-    target = require_real("target", target)
-    if isinstance(accuracy, Mapping):
-        rounds, accuracy = list(accuracy.keys()), list(accuracy.values())
-    elif rounds is None:
-        rounds = range(1, len(accuracy) + 1)
-    if len(rounds) != len(accuracy):
-        raise ValueError(f"rounds has {len(rounds)} entries but accuracy has {len(accuracy)}")
-    reached = [r for r, a in zip(rounds, accuracy, strict=True) if a is not None and a >= target]
-    return int(min(reached)) if reached else None
-
-
-# ---------------------------------------------------------------------------------------------
-# The federated trainer
-
-
-@dataclass(frozen=True)
-class FederatedData:
-    """Training samples split over clients (``partition[i]``: client i's indices) and a test set."""
-
-    train: TensorSplit
-    test: TensorSplit
-    partition: Sequence[np.ndarray]
-
-    def __post_init__(self) -> None:
-        n = len(self.train)
-        for i, idx in enumerate(self.partition):
-            idx = np.asarray(idx)
-            if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer):
-                raise ValueError(f"partition[{i}] must be a 1-d integer array, got {idx.dtype}")
-            if idx.size and (idx.min() < 0 or idx.max() >= n):
-                raise ValueError(f"partition[{i}] has indices outside [0, {n})")
-
-    @property
-    def sizes(self) -> np.ndarray:
-        return np.array([len(idx) for idx in self.partition], dtype=np.int64)
-
-
-@dataclass(frozen=True)
-class TrainSettings:
-    """Hyper-parameters of a training run (the AoI paper's: 5 local epochs of batch 50).
-
-    ``local_steps``, when set, replaces ``local_epochs``: every selected client takes exactly
-    that many steps (:func:`engines.local_step_batches`).
-    """
-
-    rounds: int
-    local_epochs: int = 5
-    local_steps: int | None = None
-    batch_size: int = 50
-    seed: int = 0
-    eval_every: int = 1
-    loss: str = "cross_entropy"
-    engine: str = "auto"
-    client_chunk: int | None = None
-    #: at each evaluation also record every client's training loss F_k of the global model on
-    #: (up to) this many of its samples (0: off); needed for the selection skew rho (eq. 24)
-    client_loss_samples: int = 0
-    #: train every client every round and record the K-Vib metrics (module docstring); needs a
-    #: sampler whose selections carry probabilities (the K-Vib paper's unbiased samplers)
-    full_information: bool = False
-    #: record each round's selected ids, weights and update norms (off: scalar records only,
-    #: which keeps long grids of cached results small)
-    record_clients: bool = True
-    #: size of the fixed test subset that screens every round for the target (0: off; see the
-    #: module docstring); the full test set is evaluated when the screen is within the margin
-    screen_samples: int = 0
-    screen_target: float = 0.0
-    screen_margin: float = 0.015
-    #: after the last round, record every client's accuracy on its own training samples
-    client_accuracy: bool = False
-    #: False: with ``record_clients``, the update norms are not recorded (they are still fed
-    #: back to the sampler); the selections and weights are
-    record_norms: bool = True
-
-    def __post_init__(self) -> None:
-        for name in ("full_information", "record_clients", "client_accuracy", "record_norms"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        require_int("rounds", self.rounds, minimum=0)
-        require_int("client_loss_samples", self.client_loss_samples, minimum=0)
-        require_int("local_epochs", self.local_epochs, minimum=1)
-        if self.local_steps is not None:
-            require_int("local_steps", self.local_steps, minimum=1)
-        require_int("batch_size", self.batch_size, minimum=1)
-        require_int("seed", self.seed, minimum=0)
-        require_int("eval_every", self.eval_every, minimum=1)
-        require_choice("loss", self.loss, LOSSES)
-        require_choice("engine", self.engine, ENGINES)
-        if self.client_chunk is not None:
-            require_int("client_chunk", self.client_chunk, minimum=1)
-        require_int("screen_samples", self.screen_samples, minimum=0)
-        if self.screen_samples:
-            require_real("screen_target", self.screen_target, minimum=0.0, maximum=1.0)
-            require_real("screen_margin", self.screen_margin, minimum=0.0, maximum=1.0)
-            if self.loss != "cross_entropy":
-                raise ValueError("screen_samples needs an accuracy: loss must be 'cross_entropy'")
-
-
-HISTORY_KEYS = (
-    "lr",
-    "selected",
-    "weights",
-    "update_norms",
-    "eval_round",
-    "test_loss",
-    "test_accuracy",
-    "client_losses",
-)
-
-
-@dataclass(frozen=True)
-class RoundRecorder:
-    """A per-round hook of the ``full_information`` mode: ``record(selection, g, lam)`` gets
-    the round's selection, every client's update g_i as a float64 row and the clients' weights
-    lambda_i = d_i / sum_j d_j, and returns the values of ``keys`` for that round."""
-
-    keys: tuple[str, ...]
-    record: Callable[[Selection, np.ndarray, np.ndarray], Mapping[str, Any]]
-
-
-#: records added by screening: the screen accuracy after each round (None once the target was
-#: reached) and the rounds at which ``client_losses`` were taken (the scheduled evaluations only)
-SCREEN_KEYS = ("screen_accuracy", "client_loss_round")
-#: records added by an availability model (clients available per round), by a sampler that
-#: probes losses (samples evaluated for selection per round) and by ``client_accuracy``
-AVAILABILITY_KEY, PROBE_KEY, CLIENT_ACCURACY_KEY = "available", "probed", "client_accuracy"
+# every name this module defined before its parts moved out, for the code that imports them
+# from here
+__all__ = [
+    "AVAILABILITY_KEY",
+    "CLIENT_ACCURACY_KEY",
+    "EVAL_GROUP",
+    "HISTORY_KEYS",
+    "LR_SCHEDULES",
+    "PROBE_KEY",
+    "SCREEN_KEYS",
+    "ConstantLR",
+    "ExponentialDecay",
+    "FederatedData",
+    "FederatedTrainer",
+    "InverseSqrtDecay",
+    "RoundRecorder",
+    "RoundWork",
+    "TrainSettings",
+    "evaluate",
+    "evaluate_many",
+    "per_sample_losses",
+    "rounds_to_target",
+    "screen_gaps",
+    "screen_pairs",
+    "_Schedule",
+    "_batched_outputs",
+    "_grouped_linear_sums",
+    "_subset",
+]
 
 
 def _subset(everyone: ClientUpdates, selection: Selection, device: torch.device) -> ClientUpdates:
@@ -487,7 +177,7 @@ class RoundWork:
 
 
 @dataclass
-class FederatedTrainer:
+class FederatedTrainer(TrainerEvaluation):
     """Federated training with partial participation; ``run()`` trains, ``history`` records.
 
     ``history`` (JSON-serialisable): per round ``lr``, ``selected`` (ids), ``weights`` and
@@ -581,189 +271,6 @@ class FederatedTrainer:
         a run returns (the global model, or e.g. Algorithm 1's averaged iterate,
         :meth:`Algorithm.reported_params`)."""
         return self.algorithm.reported_params(self.params)
-
-    def evaluate(self) -> tuple[float, float | None]:
-        return self._evaluate_on(self.data.test)
-
-    def _evaluate_on(self, split: TensorSplit) -> tuple[float, float | None]:
-        with memory_hint(self.device):
-            return evaluate(
-                self.model, self.reported_params(), split, self.settings.loss, self.eval_batch_size
-            )
-
-    def client_loss_counts(self) -> np.ndarray:
-        """How many samples of each client its loss subset holds (client order)."""
-        k = self.settings.client_loss_samples
-        return np.array([min(len(idx), k) for idx in self.data.partition], dtype=np.int64)
-
-    def client_loss_indices(self) -> np.ndarray:
-        """Indices into the training set of the per-client loss subsets, client after client.
-
-        Each client's subset is a seeded sample of ``client_loss_samples`` of its samples (all of
-        them when it has no more), the same for every evaluation.
-        """
-        k = self.settings.client_loss_samples
-        parts = []
-        for i, idx in enumerate(self.data.partition):
-            idx = np.asarray(idx, dtype=np.int64)
-            take = generator(self.settings.seed, "client_loss_subset", i).permutation(idx.size)
-            parts.append(idx[np.sort(take[:k])])
-        return np.concatenate(parts)
-
-    def client_loss_split(self) -> TensorSplit:
-        """The samples on which per-client losses are measured (see client_loss_indices)."""
-        flat = torch.from_numpy(self.client_loss_indices()).to(self.device)
-        return TensorSplit(self.data.train.x[flat], self.data.train.y[flat])
-
-    def client_losses(self, params: Params | None = None) -> list[float]:
-        """F_k of ``params`` (default: the reported model, :meth:`reported_params`) for every
-        client k, on its loss subset."""
-        if self.settings.client_loss_samples == 0:
-            raise ValueError("client_losses needs TrainSettings(client_loss_samples > 0)")
-        if not hasattr(self, "_loss_owner"):
-            counts = self.client_loss_counts()
-            flat = self.client_loss_indices()
-            owner = np.repeat(np.arange(len(counts)), counts)
-            if np.array_equal(np.sort(flat), np.arange(len(self.data.train))):
-                # every training sample is in some subset: evaluate the training set in place
-                # (no copy of it), each sample's loss going to its owner
-                self._loss_split = self.data.train
-                by_position = np.empty(len(flat), dtype=np.int64)
-                by_position[flat] = owner
-                owner = by_position
-            else:
-                self._loss_split = self.client_loss_split()
-            self._loss_owner = torch.from_numpy(owner)
-            self._loss_counts = torch.tensor(counts, dtype=torch.float64)
-        params = self.reported_params() if params is None else params
-        with memory_hint(self.device):
-            per_sample = per_sample_losses(
-                self.model, params, self._loss_split, self.settings.loss, self.eval_batch_size
-            )
-        sums = torch.zeros(len(self._loss_counts), dtype=torch.float64)
-        sums.index_add_(0, self._loss_owner, per_sample.double().cpu())
-        return (sums / self._loss_counts).tolist()
-
-    def probe_losses(
-        self, ids: np.ndarray, samples: int | None = None, *, free: bool = False
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The sampler's :class:`LossProbe`: per client of ``ids``, the mean and the root mean
-        square of the per-sample losses of the current global model on (up to) ``samples`` of
-        its training samples (a seeded subset, fixed for the run; None: all of them)."""
-        ids = np.asarray(ids, dtype=np.int64)
-        if samples is not None:
-            require_int("samples", samples, minimum=1)
-        rows = [self._probe_rows(int(i), samples) for i in ids]
-        counts = np.array([r.size for r in rows], dtype=np.int64)
-        if not counts.sum():
-            return np.zeros(ids.size), np.zeros(ids.size)
-        flat = torch.from_numpy(np.concatenate(rows)).to(self.device)
-        split = TensorSplit(self.data.train.x[flat], self.data.train.y[flat])
-        with memory_hint(self.device):
-            per_sample = per_sample_losses(
-                self.model, self.params, split, self.settings.loss, self.eval_batch_size
-            )
-        losses = per_sample.double().cpu().numpy()
-        owner = np.repeat(np.arange(ids.size), counts)
-        denominator = np.maximum(counts, 1)
-        mean = np.bincount(owner, losses, minlength=ids.size) / denominator
-        rms = np.sqrt(np.bincount(owner, losses**2, minlength=ids.size) / denominator)
-        if not free:
-            self._probed += int(counts.sum())
-        return mean, rms
-
-    def _probe_rows(self, client: int, samples: int | None) -> np.ndarray:
-        idx = np.asarray(self.data.partition[client], dtype=np.int64)
-        if samples is None or samples >= idx.size:
-            return idx
-        take = generator(self.settings.seed, "loss_probe", client).permutation(idx.size)
-        return idx[np.sort(take[:samples])]
-
-    def client_accuracies(self) -> list[float]:
-        """Every client's accuracy of the reported model on all of its own training samples."""
-        with memory_hint(self.device):
-            outputs = _batched_outputs(
-                self.model, self.reported_params(), self.data.train, self.eval_batch_size
-            )
-            hits = torch.cat([(out.argmax(1) == y) for out, y in outputs]).cpu().numpy()
-        # each client counts its own samples (a sample of no client, or of two, is no problem)
-        correct = np.array(
-            [hits[np.asarray(idx, dtype=np.int64)].sum() for idx in self.data.partition],
-            dtype=np.float64,
-        )
-        return (correct / np.maximum(self.data.sizes, 1)).tolist()
-
-    def screen_split(self) -> TensorSplit:
-        """The fixed seeded subset of the test set that screens for the target."""
-        if not hasattr(self, "_screen"):
-            test = self.data.test
-            take = generator(self.settings.seed, "screen").permutation(len(test))
-            rows = torch.from_numpy(np.sort(take[: self.settings.screen_samples])).to(self.device)
-            self._screen = TensorSplit(test.x[rows], test.y[rows])
-        return self._screen
-
-    def _target_reached(self) -> bool:
-        target = self.settings.screen_target
-        return any(a is not None and a >= target for a in self.history["test_accuracy"])
-
-    def record_evaluation(
-        self, *, scheduled: bool = True, result: tuple[float, float | None] | None = None
-    ) -> None:
-        """Record the reported model's test loss and accuracy (``result`` if it was computed
-        already, e.g. among a batch of runs) and, at scheduled evaluations, the clients' losses."""
-        loss, accuracy = self.evaluate() if result is None else result
-        h = self.history
-        h["eval_round"].append(self.round)
-        h["test_loss"].append(loss)
-        h["test_accuracy"].append(accuracy)
-        if self.settings.client_loss_samples and scheduled:
-            h["client_losses"].append(self.client_losses())
-            if self.settings.screen_samples:
-                h["client_loss_round"].append(self.round)
-
-    def _scheduled(self) -> bool:
-        return self.round % self.settings.eval_every == 0 or self.round == self.settings.rounds
-
-    def screen_due(self) -> bool:
-        """Whether the round just trained is screened on the test subset (module docstring)."""
-        return bool(self.settings.screen_samples) and not self._target_reached()
-
-    def screen_accuracy(self) -> float | None:
-        """The reported model's accuracy on the screening subset (:meth:`screen_split`)."""
-        return self._evaluate_on(self.screen_split())[1]
-
-    def test_due(self, screen: float | None) -> bool:
-        """Whether the round just trained is evaluated on the whole test set, given its screen
-        accuracy (None: not screened)."""
-        s = self.settings
-        near = screen is not None and screen >= s.screen_target - s.screen_margin
-        return self._scheduled() or (bool(s.screen_samples) and near)
-
-    def record_round_evaluations(
-        self, screen: float | None, result: tuple[float, float | None] | None
-    ) -> None:
-        """Record the round's screen accuracy (screened runs) and test evaluation (``result``,
-        None if :meth:`test_due` said none), and after the last round the clients'
-        accuracies."""
-        if self.settings.screen_samples:
-            self.history["screen_accuracy"].append(screen)
-        if result is not None:
-            self.record_evaluation(scheduled=self._scheduled(), result=result)
-        if self.settings.client_accuracy and self.round == self.settings.rounds:
-            self.history[CLIENT_ACCURACY_KEY].append(self.client_accuracies())
-
-    def _evaluate_after_round(self) -> None:
-        screen = self.screen_accuracy() if self.screen_due() else None
-        result = self.evaluate() if self.test_due(screen) else None
-        self.record_round_evaluations(screen, result)
-
-    def initial_evaluation_due(self) -> bool:
-        """Whether the initial model is still to be evaluated (before the first round)."""
-        return not self.history["eval_round"]
-
-    def _evaluate_initial_model(self) -> None:
-        if self.initial_evaluation_due():
-            self.record_evaluation()
 
     def prepare_training(
         self, t: int, lr: float, ids: np.ndarray, weights: np.ndarray
