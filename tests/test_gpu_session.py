@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from aoi_fl.aoi.experiments import REGIME_SEEDS, SPLITS, panel, panel_grid
-from aoi_fl.pipeline import runs
+from aoi_fl.pipeline import parts, runs
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "gpu_session.py"
@@ -59,6 +59,7 @@ def test_the_order_is_well_formed_and_resolves_without_loading_data(monkeypatch)
     def no_data(*args, **kwargs):
         raise AssertionError("the order's configurations must not need the data")
 
+    monkeypatch.setattr(parts, "load_bundle", no_data)
     monkeypatch.setattr(runs, "load_bundle", no_data)
     order = gpu_session.ORDER
     assert [e.name for e in order] == [

@@ -15,526 +15,64 @@ device that did is recorded with the result (:attr:`ExperimentResult.device`).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import functools
-import json
 import multiprocessing as mp
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import torch
-
 from aoi_fl.core import registry
-from aoi_fl.core.algorithms import Algorithm
-from aoi_fl.core.availability import build_availability
-from aoi_fl.core.batch import RunBatch
 from aoi_fl.core.device import requested_device
 from aoi_fl.core.models import build_model
-from aoi_fl.core.train import (
-    LR_SCHEDULES,
-    FederatedData,
-    FederatedTrainer,
-    TrainSettings,
-    rounds_to_target,
-)
 from aoi_fl.core.validation import require_choice, require_int, require_real
-from aoi_fl.data import synthetic
-from aoi_fl.data.datasets import DatasetBundle, load_dataset, synthetic_cifar
-from aoi_fl.data.partition import (
-    dirichlet_class_mix,
-    dirichlet_client_prior,
-    dirichlet_label_skew,
-    iid_equal,
-    iid_sizes,
-    lognormal_sizes,
-    zipf_sizes,
-)
-from aoi_fl.pipeline import batching, config_checks, plugins
-from aoi_fl.pipeline.cache import (
-    CheckpointStore,
-    ResultStore,
-    canonical_json,
-    config_key,
-)
+from aoi_fl.pipeline import batching, plugins
+from aoi_fl.pipeline.cache import ResultStore, config_key
 from aoi_fl.pipeline.executors import EXECUTOR_VAR, EXECUTORS
+from aoi_fl.pipeline.experiment import (
+    DeadlineReached,
+    ExperimentResult,
+    build_trainer,
+    require_writable,
+    result_from_cache,
+    run_batch,
+    run_experiment,
+)
+from aoi_fl.pipeline.parts import DATASETS, PARTITIONS, load_bundle
+from aoi_fl.pipeline.resolve import (
+    OPTIONAL_TRAINING,
+    TRAINING_DEFAULTS,
+    client_sizes,
+    config_device,
+    resolve_config,
+)
 
-
-def _iid(bundle: DatasetBundle, n_clients: int, seed: int) -> list[np.ndarray]:
-    return iid_equal(len(bundle.train), n_clients, seed)
-
-
-def _dirichlet(
-    bundle: DatasetBundle, n_clients: int, seed: int, alpha: float, min_size: int = 10
-) -> list[np.ndarray]:
-    labels = bundle.train.y.numpy()
-    return dirichlet_label_skew(labels, n_clients, alpha, seed, min_size=min_size)
-
-
-def _dirichlet_prior(
-    bundle: DatasetBundle, n_clients: int, seed: int, alpha: float, min_size: int = 1
-) -> list[np.ndarray]:
-    labels = bundle.train.y.numpy()
-    return dirichlet_client_prior(labels, n_clients, alpha, seed, bundle.num_classes, min_size)
-
-
-def _zipf(
-    bundle: DatasetBundle, n_clients: int, seed: int, a: float, min_size: int = 1
-) -> list[np.ndarray]:
-    """IID samples with Zipf(a) client sizes that use the whole training set."""
-    total = len(bundle.train)
-    sizes = zipf_sizes(n_clients, a, seed, total=total, min_size=min_size)
-    return iid_sizes(total, sizes, seed)
-
-
-def _lognormal_dirichlet(
-    bundle: DatasetBundle,
-    n_clients: int,
-    seed: int,
-    sigma: float,
-    alpha: float,
-    total: int | None = None,
-    min_size: int = 1,
-) -> list[np.ndarray]:
-    """Lognormal(sigma) client sizes summing to ``total`` (default: the whole training set),
-    each client's classes from its own Dirichlet(alpha) prior (algorithm (B))."""
-    total = len(bundle.train) if total is None else total
-    sizes = lognormal_sizes(n_clients, sigma, seed, total=total, min_size=min_size)
-    return dirichlet_class_mix(bundle.train.y.numpy(), sizes, alpha, seed)
-
-
-def _natural(bundle: DatasetBundle, n_clients: int) -> list[np.ndarray]:
-    """The clients a natively federated dataset was generated with."""
-    clients = None if bundle.partition is None else len(bundle.partition)
-    config_checks.check_natural(n_clients, bundle.name, clients)
-    return list(bundle.partition)
-
-
-#: partition name -> function(bundle, n_clients, [seed], **options) -> list of index arrays
-PARTITIONS: dict[str, Callable[..., list[np.ndarray]]] = {
-    "iid": _iid,
-    "dirichlet": _dirichlet,
-    "dirichlet_prior": _dirichlet_prior,
-    "zipf": _zipf,
-    "natural": _natural,
-    "lognormal_dirichlet": _lognormal_dirichlet,
-}
-
-
-def _generated(make: Callable[..., DatasetBundle]) -> Callable[..., DatasetBundle]:
-    """``make(**options)`` as a function(root, **options): generated data reads no file."""
-    return registry.declare_options(lambda root, **options: make(**options), make)
-
-
-#: dataset name -> function(root, **options) -> DatasetBundle
-DATASETS: dict[str, Callable[..., DatasetBundle]] = {
-    **{
-        name: functools.partial(load_dataset, name)
-        for name in ("mnist", "fashion_mnist", "cifar10", "cifar100")
-    },
-    "synthetic_cifar": _generated(synthetic_cifar),
-    "linear_regression": _generated(synthetic.linear_regression),
-    "fedprox_synthetic": _generated(synthetic.fedprox_synthetic),
-}
-
-_SECTIONS = ("dataset", "partition", "model", "sampler", "training", "availability")
-#: the sections a configuration may leave out
-_OPTIONAL_SECTIONS = {"training", "availability"}
-#: defaults of the "training" section (the AoI paper's MNIST setting, 100 rounds)
-TRAINING_DEFAULTS: dict[str, Any] = {
-    "rounds": 100,
-    "local_epochs": 5,
-    "batch_size": 50,
-    "seed": 0,
-    "eval_every": 1,
-    "loss": "cross_entropy",
-    "engine": "auto",
-    "client_chunk": None,
-    "client_loss_samples": 0,
-    "local_steps": None,
-    "lr": {"name": "exponential", "lr0": 0.1, "decay": 0.998},
-    "algorithm": {"name": "fedavg"},
-}
-#: training options added after results were first cached: a resolved configuration (hence
-#: its cache key) holds them only when they differ from these defaults, so that adding one
-#: never invalidates a cached result
-OPTIONAL_TRAINING: dict[str, Any] = {
-    "full_information": False,
-    "record_clients": True,
-    "screen_samples": 0,
-    "screen_target": 0.0,
-    "screen_margin": 0.015,
-    # False: the final model is not part of the cached result (which stays small enough to
-    # commit) but goes to ``<cache>/weights/<key>.npz``, a folder that is not committed
-    "keep_params": True,
-    "client_accuracy": False,
-    "record_norms": True,
-    # True: the cached result is stored gzip-compressed (result.json.gz), for grids whose
-    # hundreds of runs are committed
-    "compress": False,
-}
-
-
-def _built(spec: Mapping[str, Any], table: Mapping[str, Callable[..., Any]], *args: Any) -> Any:
-    """What the (checked) ``spec`` names in ``table``, built from ``args`` and its options."""
-    options = dict(spec)
-    return table[options.pop("name")](*args, **options)
-
-
-def _training_parts(
-    t: Mapping[str, Any],
-) -> tuple[TrainSettings, Callable[[int], float], Algorithm]:
-    settings = TrainSettings(**{k: v for k, v in t.items() if k in config_checks.SETTINGS})
-    return settings, _built(t["lr"], LR_SCHEDULES), _built(t["algorithm"], ALGORITHMS)
-
+# the whole pipeline from one module: its parts live in parts, resolve and experiment
+__all__ = [
+    "ALGORITHMS",
+    "DATASETS",
+    "OPTIONAL_TRAINING",
+    "PARTITIONS",
+    "SAMPLERS",
+    "TRAINING_DEFAULTS",
+    "DeadlineReached",
+    "ExperimentResult",
+    "build_trainer",
+    "cached_results",
+    "client_sizes",
+    "config_device",
+    "load_bundle",
+    "resolve_config",
+    "run_experiment",
+    "run_grid",
+]
 
 #: sampler name -> function(n, sizes, **options) -> Sampler (``sizes``: the clients' data sizes)
 #: and algorithm name -> constructor(**options): the registries of :mod:`aoi_fl.core.registry`,
 #: complete once :func:`plugins.load` (called at the end of this module) has imported the papers
 SAMPLERS = registry.SAMPLERS
 ALGORITHMS = registry.ALGORITHMS
-
-
-def resolve_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` with the training defaults filled in, checked (the cache key's input).
-
-    Sections, each a dict with a ``name`` and options: ``dataset`` (:data:`DATASETS`),
-    ``partition`` (:data:`PARTITIONS`; "n_clients", "seed", options), ``model``
-    (:data:`models.MODELS`; "seed", options), ``sampler`` (:data:`SAMPLERS`; "seed", options)
-    and ``training`` (:data:`TRAINING_DEFAULTS`, optional; its ``lr`` and ``algorithm`` are
-    {"name", options} dicts naming entries of :data:`train.LR_SCHEDULES` and
-    :data:`ALGORITHMS`); optionally ``availability`` (:data:`availability.AVAILABILITY`; "seed",
-    options), which needs an availability-aware sampler. Everyone available (no section, or
-    ``{"name": "always"}``) resolves to no section, the key of a run without one.
-
-    Every configuration is checked before it is resolved (:mod:`aoi_fl.pipeline.config_checks`:
-    types, names, options, ranges, the model against the dataset), without loading any data.
-    NumPy numbers are taken as the Python numbers they equal (the same key).
-    """
-    plugins.load()  # names an installed package declares (entry points) are found from here on
-    config_checks.require_mapping("config", config)
-    unknown = set(config) - set(_SECTIONS)
-    missing = set(_SECTIONS) - set(config) - _OPTIONAL_SECTIONS
-    if unknown or missing:
-        raise ValueError(
-            f"config sections must be {list(_SECTIONS)} "
-            f"({' and '.join(sorted(_OPTIONAL_SECTIONS))} optional); "
-            f"unknown: {sorted(unknown)}, missing: {sorted(missing)}"
-        )
-    config = config_checks.plain(config)
-    for section, spec in config.items():
-        config_checks.require_mapping(f"config section {section!r}", spec)
-    training = dict(config.get("training", {}))
-    config_device(config)  # checked here; where a run trains is not part of its key
-    training.pop("device", None)
-    if extra := set(training) - set(TRAINING_DEFAULTS) - set(OPTIONAL_TRAINING):
-        raise ValueError(
-            f"unknown training options {sorted(extra)}; valid: "
-            f"{list(TRAINING_DEFAULTS) + list(OPTIONAL_TRAINING)}"
-        )
-    for key, default in OPTIONAL_TRAINING.items():
-        if key in training and type(training[key]) is type(default) and training[key] == default:
-            del training[key]
-    # config_checks.plain has copied every section already
-    resolved = {s: dict(config[s]) for s in _SECTIONS if s not in _OPTIONAL_SECTIONS}
-    resolved["training"] = {**copy.deepcopy(TRAINING_DEFAULTS), **training}
-    if "availability" in config:
-        canonical = config_checks.check_availability_section(config["availability"])
-        if canonical["name"] == "trace":
-            # the file's content, not only its path, is part of the key: an edited trace file
-            # is another configuration (and a file that changed since is refused)
-            resolved["availability"] = {**config["availability"], "sha256": canonical["sha256"]}
-        elif canonical["name"] != "always":  # everyone available: the key of no section
-            resolved["availability"] = dict(config["availability"])
-    config_checks.check_config(resolved, DATASETS, PARTITIONS)
-    return resolved
-
-
-@functools.lru_cache(maxsize=2)
-def load_bundle(dataset_json: str, data_root: str) -> DatasetBundle:
-    """The dataset a configuration's ``dataset`` section (canonical JSON) names.
-
-    Kept for the next runs of the same process (grids run many configurations on one dataset;
-    loading and normalising MNIST takes seconds). Its tensors are never modified.
-    """
-    spec = json.loads(dataset_json)
-    return DATASETS[spec.pop("name")](data_root, **spec)
-
-
-def _federated_data(c: Mapping[str, Any], data_root: str) -> FederatedData:
-    """The clients' data of a resolved configuration."""
-    bundle = load_bundle(canonical_json(c["dataset"]), str(data_root))
-    part = dict(c["partition"])
-    partition = PARTITIONS[part.pop("name")](bundle, **part)
-    return FederatedData(bundle.train, bundle.test, partition)
-
-
-@functools.lru_cache(maxsize=64)
-def _sizes(dataset_json: str, partition_json: str, data_root: str) -> np.ndarray:
-    c = {"dataset": json.loads(dataset_json), "partition": json.loads(partition_json)}
-    sizes = _federated_data(c, data_root).sizes
-    sizes.flags.writeable = False  # shared by every caller (cached)
-    return sizes
-
-
-def client_sizes(config: Mapping[str, Any], data_root: str = "data") -> np.ndarray:
-    """The clients' data sizes of a configuration's partition (read-only, cached per process).
-
-    Needs only the dataset and the partition: no model or sampler is built.
-    """
-    c = resolve_config(config)
-    return _sizes(canonical_json(c["dataset"]), canonical_json(c["partition"]), str(data_root))
-
-
-def config_device(config: Mapping[str, Any]) -> str | None:
-    """The device a configuration names in ``training.device`` (checked), or None."""
-    config_checks.require_mapping("config", config)
-    training = config_checks.require_mapping(
-        "config section 'training'", config.get("training", {})
-    )
-    name = training.get("device")
-    return None if name is None else requested_device(name)
-
-
-def build_trainer(
-    config: Mapping[str, Any], data_root: str = "data", device: str | None = None
-) -> FederatedTrainer:
-    """The :class:`FederatedTrainer` a configuration describes (see :func:`resolve_config`),
-    on ``device``, else the configuration's ``training.device``, else ``$AOI_FL_DEVICE``, else
-    ``auto``."""
-    c = resolve_config(config)
-    device = config_device(config) if device is None else device
-    data = _federated_data(c, data_root)
-    model_spec = dict(c["model"])
-    model = build_model(model_spec.pop("name"), **model_spec)
-    sampler = _built(c["sampler"], SAMPLERS, len(data.partition), data.sizes)
-    settings, lr_schedule, algorithm = _training_parts(c["training"])
-    availability = _availability(c, len(data.partition), data.sizes)
-    return FederatedTrainer(
-        model,
-        data,
-        sampler,
-        settings,
-        lr_schedule=lr_schedule,
-        algorithm=algorithm,
-        recorder=_recorder() if settings.full_information else None,
-        device=device,
-        availability=availability,
-    )
-
-
-def _availability(c: Mapping[str, Any], n: int, sizes: np.ndarray) -> Any:
-    spec = c.get("availability")
-    if spec is None:
-        return None
-    return build_availability(spec, n, sizes)
-
-
-def _recorder() -> Any:
-    # the full-information mode's per-round metrics are a paper's (K-Vib's), registered by it
-    mode = require_choice("training mode", "full_information", registry.RECORDERS)
-    return registry.RECORDERS[mode]
-
-
-@dataclass(frozen=True)
-class ExperimentResult:
-    """A finished run: its resolved config, records, final model (the reported one: the last
-    global model, or the averaged iterate of an algorithm that reports it), sampler config and
-    the device that trained it (results cached before devices were recorded all trained on the
-    CPU)."""
-
-    key: str
-    config: dict
-    history: dict
-    final_params: dict[str, np.ndarray]
-    sampler: dict
-    cached: bool
-    device: str = "cpu"
-
-    def rounds_to_target(self, target: float) -> int | None:
-        h = self.history
-        return rounds_to_target(h["test_accuracy"], target, rounds=h["eval_round"])
-
-
-def _cached(resolved: dict, hit: tuple[dict, dict[str, np.ndarray]]) -> ExperimentResult:
-    result, arrays = hit
-    key = config_key(resolved)
-    return ExperimentResult(
-        key,
-        resolved,
-        result["history"],
-        arrays,
-        result["sampler"],
-        True,
-        result.get("device", "cpu"),
-    )
-
-
-def _require_writable(cache_dir: str) -> None:
-    """Fail before a run trains, not when its result is stored, if it could not be stored."""
-    try:
-        ResultStore(cache_dir).check_writable()
-    except OSError as exc:
-        raise ValueError(
-            f"cache_dir={str(cache_dir)!r} must be writable to store new runs: {exc}; make it "
-            "writable or pass another cache_dir"
-        ) from exc
-
-
-def run_experiment(
-    config: Mapping[str, Any],
-    *,
-    cache_dir: str = "results",
-    rerun: bool = False,
-    progress: bool = True,
-    data_root: str = "data",
-    checkpoint_every: int = 5,
-    checkpoint_seconds: float = 30.0,
-    device: str | None = None,
-) -> ExperimentResult:
-    """The cached result of ``config``, or compute it (resuming from its latest checkpoint).
-
-    A checkpoint is written after a round that is a multiple of ``checkpoint_every`` once
-    ``checkpoint_seconds`` have passed since the last one (or since the start): a run killed
-    mid-way loses at most about that much work, and cheap rounds (a few milliseconds for a
-    linear model) are not slowed down by writing their state every few rounds. A run started
-    again continues from the checkpoint and ends with exactly the numbers of an uninterrupted
-    run.
-    ``rerun=True`` ignores the cached result and any checkpoint and trains from scratch.
-    ``device`` (else the configuration's ``training.device``, ``$AOI_FL_DEVICE``, ``auto``) is
-    where a missing result is computed; a checkpoint written on another device resumes here.
-    """
-    resolved = resolve_config(config)
-    device = config_device(config) if device is None else requested_device(device)
-    checkpoint_every = require_int("checkpoint_every", checkpoint_every, minimum=1)
-    if not checkpoint_seconds >= 0:
-        raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
-    results = ResultStore(cache_dir)
-    if not rerun and (hit := results.load(resolved)) is not None:
-        return _cached(resolved, hit)
-    _require_writable(cache_dir)
-    trainer, checkpoints = _resumed_trainer(resolved, cache_dir, rerun, data_root, device)
-    history = trainer.run(
-        progress=progress, on_round=_checkpointer(checkpoints, checkpoint_every, checkpoint_seconds)
-    )
-    return _stored(resolved, trainer, history, results, checkpoints)
-
-
-def _resumed_trainer(
-    resolved: dict, cache_dir: str, rerun: bool, data_root: str, device: str | None
-) -> tuple[FederatedTrainer, CheckpointStore]:
-    """The trainer of a missing run, resumed from its latest checkpoint (``rerun``: cleared)."""
-    checkpoints = CheckpointStore(cache_dir, resolved)
-    if rerun:
-        checkpoints.clear()
-    trainer = build_trainer(resolved, data_root, device)
-    if (checkpoint := checkpoints.load()) is not None:
-        _, tensors, state = checkpoint
-        try:
-            trainer.load_state_dict(tensors, state)
-        # a state that does not fit the run may fail anywhere in a sampler's or an algorithm's
-        # loader; it costs the rounds the checkpoint saved, never the run
-        except Exception as exc:
-            checkpoints.ignore(checkpoints.folder / "latest.json", exc)
-            # loading may have changed some parts
-            trainer = build_trainer(resolved, data_root, device)
-    return trainer, checkpoints
-
-
-def _checkpointer(
-    checkpoints: CheckpointStore, every: int, seconds: float
-) -> Callable[[FederatedTrainer], None]:
-    """Saves a run's state after a round that is a multiple of ``every`` once ``seconds`` have
-    passed since the last save (see :func:`run_experiment`)."""
-    last_saved = time.monotonic()
-
-    def save(tr: FederatedTrainer) -> None:
-        nonlocal last_saved
-        due = time.monotonic() - last_saved >= seconds
-        if due and tr.round % every == 0 and tr.round < tr.settings.rounds:
-            checkpoints.save(tr.round, *tr.state_dict())
-            last_saved = time.monotonic()
-
-    return save
-
-
-def _stored(
-    resolved: dict,
-    trainer: FederatedTrainer,
-    history: dict,
-    results: ResultStore,
-    checkpoints: CheckpointStore,
-) -> ExperimentResult:
-    """Store a finished run in the cache, clear its checkpoints, and return it."""
-    final = {k: v.cpu().numpy() for k, v in trainer.reported_params().items()}
-    sampler = trainer.sampler.config()
-    result = {
-        "history": history,
-        "sampler": sampler,
-        "torch_version": torch.__version__,
-        "device": str(trainer.device),
-        "engine": trainer.local.engine,
-    }
-    if resolved["training"].get("keep_params", True):
-        results.save(resolved, result, final)
-    else:
-        results.save(resolved, result, weights=final)
-        final = {}  # as a later cache hit gives it
-    checkpoints.clear()
-    return ExperimentResult(
-        config_key(resolved),
-        resolved,
-        copy.deepcopy(history),
-        final,
-        sampler,
-        False,
-        str(trainer.device),
-    )
-
-
-class DeadlineReached(RuntimeError):
-    """``run_grid(deadline=...)`` ended before every run was trained: the finished runs are
-    stored, every unfinished one is checkpointed (the same call later resumes them)."""
-
-
-def _run_batch(
-    args: tuple[list[dict], str, bool, str, int | None, str | None, tuple, float | None],
-    on_stored: Callable[[int], None] | None = None,
-) -> int:
-    """Train the missing runs ``configs`` together (:class:`RunBatch`), each resumed from its
-    checkpoint, checkpointed as alone and stored in the cache as soon as it has finished
-    (then ``on_stored(i)``, for configuration i of the batch). At the ``deadline`` (seconds
-    since the epoch, None: none) every unfinished run is checkpointed; returns how many."""
-    configs, cache_dir, rerun, data_root, threads, device, shipped, deadline = args
-    if deadline is not None and time.time() >= deadline:  # queued in a worker past it
-        return len(configs)
-    plugins.install(shipped)  # in a spawned worker: the user's registrations
-    if threads is not None:
-        torch.set_num_threads(threads)
-    results = ResultStore(cache_dir)
-    started = [_resumed_trainer(c, cache_dir, rerun, data_root, device) for c in configs]
-    trainers = [trainer for trainer, _ in started]
-    savers = [_checkpointer(checkpoints, 5, 30.0) for _, checkpoints in started]
-
-    def finish(i: int, trainer: FederatedTrainer) -> None:
-        _stored(configs[i], trainer, trainer.history, results, started[i][1])
-        if on_stored is not None:
-            on_stored(i)
-
-    unfinished = RunBatch(trainers).run(
-        on_round=lambda i, tr: savers[i](tr),
-        on_finish=finish,
-        stop=None if deadline is None else lambda: time.time() >= deadline,
-    )
-    for i in unfinished:
-        if trainers[i].round:
-            started[i][1].save(trainers[i].round, *trainers[i].state_dict())
-    return len(unfinished)
 
 
 def cached_results(
@@ -552,7 +90,7 @@ def cached_results(
         if (hit := store.load(resolved)) is None:
             missing += 1
         else:
-            found.append(_cached(resolved, hit))
+            found.append(result_from_cache(resolved, hit))
     return found, missing
 
 
@@ -606,107 +144,184 @@ def run_grid(
     """
     executor = executor or os.environ.get(EXECUTOR_VAR) or "local"
     require_choice("executor", executor, EXECUTORS)
-    given = list(configs)
-    configs = [resolve_config(c) for c in given]  # every one checked before any trains
-    devices = [config_device(c) if device is None else requested_device(device) for c in given]
-    workers = require_int("workers", workers, minimum=1)
-    batching.batch_cap(batch)  # checked here, before anything is read or trained
-    if deadline is not None:
-        require_real("deadline", deadline)
-    if threads is not None:  # each worker's torch.set_num_threads(threads)
-        threads = require_int("threads", threads, minimum=1)
-    store = ResultStore(cache_dir)
-    results: dict[int, ExperimentResult] = {}
-
-    def finish(i: int, hit: tuple | None = None) -> None:
-        # a run trained just now is read back from the cache, as a cached one was read already
-        trained = hit is None
-        hit = store.load(configs[i]) if trained else hit
-        if hit is None:  # stored by the run a moment ago, unreadable now (warned about above)
-            raise RuntimeError(
-                f"the result of configuration {i} (key {config_key(configs[i])}) was trained but "
-                f"cannot be read back from {cache_dir}; rerun the grid to recompute it"
-            )
-        results[i] = dataclasses.replace(_cached(configs[i], hit), cached=not trained)
-        if on_result is not None:
-            on_result(i, results[i])
-
-    loaded = {} if rerun else {i: store.load(c) for i, c in enumerate(configs)}
+    configs, devices, workers, threads = _checked(
+        configs, device, workers, threads, batch, deadline
+    )
+    found = _Found(configs, cache_dir, on_result)
+    loaded = {} if rerun else {i: found.store.load(c) for i, c in enumerate(configs)}
     hits = {i: hit for i, hit in loaded.items() if hit is not None}
     todo = [i for i in range(len(configs)) if i not in hits]
     if todo:
-        _require_writable(cache_dir)
+        require_writable(cache_dir)
     # what other processes need of the user's registrations, refused here if they cannot have it
     on_ray = executor == "ray"
     apart = bool(todo) and (on_ray or workers > 1)
     shipped = plugins.shipped((configs[i] for i in todo), by_value=on_ray) if apart else ()
     for i, hit in hits.items():
-        finish(i, hit)
-    own = threads if workers > 1 else None
+        found.finish(i, hit)
     if on_ray and todo:
-        from aoi_fl.pipeline.ray_grid import ray_results, store_result
-
         address = ray_address or os.environ.get("RAY_ADDRESS") or "local"
-        results_iter = ray_results(
-            {i: (configs[i], devices[i]) for i in todo},
-            run=run_experiment,
-            shipped=shipped,
-            data_root=data_root,
-            address=address,
-            num_cpus=workers,
-            threads=threads or 1,
-        )
-        for i, stored, arrays, weights in _progress(results_iter, progress, "runs", len(todo)):
-            store_result(cache_dir, configs[i], stored, arrays, weights)
-            finish(i)
-        return [results[i] for i in range(len(configs))]
+        _train_on_ray(found, todo, devices, shipped, data_root, address, workers, threads, progress)
+        return found.ordered()
     if deadline is not None and on_ray:
         raise ValueError("deadline needs executor='local' (Ray tasks train whole runs)")
-    groups = _batches(todo, configs, devices, batch)
-    jobs = [
-        (
-            [configs[i] for i in group],
-            cache_dir,
-            rerun,
-            data_root,
-            own,
-            devices[group[0]],
-            shipped,
-            deadline,
+    jobs = _Jobs(todo, devices, shipped, rerun, data_root, threads if workers > 1 else None, batch)
+    if left := _train_here(found, jobs, workers, deadline, progress):
+        raise DeadlineReached(
+            f"deadline reached: {len(todo) - left} of {len(todo)} missing runs trained and "
+            f"stored in {cache_dir}, {left} left (checkpointed; run the grid again to resume)"
         )
-        for group in groups
-    ]
+    return found.ordered()
+
+
+def _checked(
+    configs: Iterable[dict[str, Any]],
+    device: str | None,
+    workers: int,
+    threads: int | None,
+    batch: int | None,
+    deadline: float | None,
+) -> tuple[list[dict], list[str | None], int, int | None]:
+    """The grid's arguments checked, before anything is read or trained: the resolved
+    configurations, the device of each, and the numbers of workers and threads."""
+    given = list(configs)
+    configs = [resolve_config(c) for c in given]  # every one checked before any trains
+    devices = [config_device(c) if device is None else requested_device(device) for c in given]
+    workers = require_int("workers", workers, minimum=1)
+    batching.batch_cap(batch)
+    if deadline is not None:
+        require_real("deadline", deadline)
+    if threads is not None:  # each worker's torch.set_num_threads(threads)
+        threads = require_int("threads", threads, minimum=1)
+    return configs, devices, workers, threads
+
+
+class _Found:
+    """A grid's results by configuration index, each read from the cache as it lands there
+    (then ``on_result``)."""
+
+    def __init__(
+        self,
+        configs: list[dict],
+        cache_dir: str,
+        on_result: Callable[[int, ExperimentResult], None] | None,
+    ) -> None:
+        self.configs, self.cache_dir, self.on_result = configs, cache_dir, on_result
+        self.store = ResultStore(cache_dir)
+        self.results: dict[int, ExperimentResult] = {}
+
+    def finish(self, i: int, hit: tuple | None = None) -> None:
+        # a run trained just now is read back from the cache, as a cached one was read already
+        trained = hit is None
+        hit = self.store.load(self.configs[i]) if trained else hit
+        if hit is None:  # stored by the run a moment ago, unreadable now (warned about above)
+            raise RuntimeError(
+                f"the result of configuration {i} (key {config_key(self.configs[i])}) was trained "
+                f"but cannot be read back from {self.cache_dir}; rerun the grid to recompute it"
+            )
+        self.results[i] = dataclasses.replace(
+            result_from_cache(self.configs[i], hit), cached=not trained
+        )
+        if self.on_result is not None:
+            self.on_result(i, self.results[i])
+
+    def ordered(self) -> list[ExperimentResult]:
+        return [self.results[i] for i in range(len(self.configs))]
+
+
+def _train_on_ray(
+    found: _Found,
+    todo: list[int],
+    devices: list[str | None],
+    shipped: tuple,
+    data_root: str,
+    address: str,
+    workers: int,
+    threads: int | None,
+    progress: bool,
+) -> None:
+    """Train the missing runs ``todo`` as Ray tasks, storing each here as it comes back."""
+    from aoi_fl.pipeline.ray_grid import ray_results, store_result
+
+    configs = found.configs
+    results_iter = ray_results(
+        {i: (configs[i], devices[i]) for i in todo},
+        run=run_experiment,
+        shipped=shipped,
+        data_root=data_root,
+        address=address,
+        num_cpus=workers,
+        threads=threads or 1,
+    )
+    for i, stored, arrays, weights in _progress(results_iter, progress, "runs", len(todo)):
+        store_result(found.cache_dir, configs[i], stored, arrays, weights)
+        found.finish(i)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Jobs:
+    """What the local executor trains: the missing runs ``todo`` and how (see :func:`run_batch`)."""
+
+    todo: list[int]
+    devices: list[str | None]
+    shipped: tuple
+    rerun: bool
+    data_root: str
+    threads: int | None
+    batch: int | None
+
+    def batches(self, found: _Found, deadline: float | None) -> tuple[list[list[int]], list]:
+        """The batches (configuration indices) and the :func:`run_batch` argument of each."""
+        configs = found.configs
+        groups = _batches(self.todo, configs, self.devices, self.batch)
+        args = [
+            (
+                [configs[i] for i in group],
+                found.cache_dir,
+                self.rerun,
+                self.data_root,
+                self.threads,
+                self.devices[group[0]],
+                self.shipped,
+                deadline,
+            )
+            for group in groups
+        ]
+        return groups, args
+
+
+def _train_here(
+    found: _Found, jobs: _Jobs, workers: int, deadline: float | None, progress: bool
+) -> int:
+    """Train the missing runs in batches, in this process or ``workers`` spawned ones; returns
+    how many were left unfinished at the ``deadline``."""
+    groups, args = jobs.batches(found, deadline)
     left = 0
-    bar = _bar(progress and bool(todo), len(todo))
-    if workers == 1 or len(jobs) <= 1:
-        for group, job in zip(groups, jobs, strict=True):
+    bar = _bar(progress and bool(jobs.todo), len(jobs.todo))
+    if workers == 1 or len(args) <= 1:
+        for group, job in zip(groups, args, strict=True):
 
             def stored(j: int, group: list[int] = group) -> None:
-                finish(group[j])
+                found.finish(group[j])
                 bar.update(1)
 
             if deadline is not None and time.time() >= deadline:
                 left += len(group)
                 continue
-            left += _run_batch(job, stored)
-    elif jobs:
+            left += run_batch(job, stored)
+    elif args:
         ctx = mp.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {pool.submit(_run_batch, job): g for job, g in zip(jobs, groups, strict=True)}
+            futures = {pool.submit(run_batch, job): g for job, g in zip(args, groups, strict=True)}
             for future in as_completed(futures):
                 unfinished = future.result()  # a failed run raises here
                 left += unfinished
                 for i in futures[future]:
-                    if store.load(configs[i]) is not None:
-                        finish(i)
+                    if found.store.load(found.configs[i]) is not None:
+                        found.finish(i)
                 bar.update(len(futures[future]) - unfinished)
     bar.close()
-    if left:
-        raise DeadlineReached(
-            f"deadline reached: {len(todo) - left} of {len(todo)} missing runs trained and "
-            f"stored in {cache_dir}, {left} left (checkpointed; run the grid again to resume)"
-        )
-    return [results[i] for i in range(len(configs))]
+    return left
 
 
 def _batches(
@@ -743,4 +358,3 @@ def _progress(items: Iterable, enabled: bool, unit: str, total: int | None = Non
 
 
 # the papers' samplers, algorithms and styles, so that the tables above are complete on import
-plugins.load()

@@ -11,7 +11,7 @@ import pytest
 
 from aoi_fl.aoi import checks, experiments, figures, markov
 from aoi_fl.aoi import theory_figures as figs
-from aoi_fl.pipeline import runs
+from aoi_fl.pipeline import experiment, runs
 from aoi_fl.pipeline.profiles import settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +47,7 @@ def test_notebook_08_checks_on_the_committed_cache(monkeypatch, capsys):
     def no_training(*args, **kwargs):
         raise AssertionError("a local optimum is missing from the committed cache")
 
+    monkeypatch.setattr(experiment, "build_trainer", no_training)
     monkeypatch.setattr(runs, "build_trainer", no_training)
     results_dir, data_root = str(ROOT / "results"), str(ROOT / "data")
     tables = {}

@@ -13,7 +13,7 @@ from aoi_fl.fedsum import delays
 from aoi_fl.fedsum import experiments as fx
 from aoi_fl.fedsum import results as fr
 from aoi_fl.fedsum.patterns import Bernoulli, DeterministicCyclic, UniformSubset
-from aoi_fl.pipeline import runs
+from aoi_fl.pipeline import experiment, runs
 from aoi_fl.pipeline.cache import config_key
 
 #: the repository's data folder, whatever the working directory
@@ -177,7 +177,7 @@ def test_run_planned_keeps_the_summaries_of_runs_finished_before_a_failure(tmp_p
     # a long grid interrupted mid-way must not lose the summaries of its finished runs
     torch.set_num_threads(1)
     planned = [p for p in fx.plan("cases", "smoke") if p.pattern in ("P2", "biased")][:2]
-    real_store = runs._stored
+    real_store = experiment._stored
     second = runs.resolve_config(planned[1].config)
 
     def second_run_fails(config, *args):
@@ -186,7 +186,7 @@ def test_run_planned_keeps_the_summaries_of_runs_finished_before_a_failure(tmp_p
             raise KeyboardInterrupt("interrupted")
         return real_store(config, *args)
 
-    monkeypatch.setattr(runs, "_stored", second_run_fails)
+    monkeypatch.setattr(experiment, "_stored", second_run_fails)
     with pytest.raises(KeyboardInterrupt):
         fx.run_planned(
             planned,
@@ -195,7 +195,7 @@ def test_run_planned_keeps_the_summaries_of_runs_finished_before_a_failure(tmp_p
             data_root=DATA,
             progress=False,
         )
-    monkeypatch.setattr(runs, "_stored", real_store)
+    monkeypatch.setattr(experiment, "_stored", real_store)
 
     def no_training(*args, **kwargs):
         raise AssertionError("a stored summary must not be recomputed")

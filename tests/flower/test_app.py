@@ -18,7 +18,7 @@ from flwr.common.config import flatten_dict  # noqa: E402
 
 from aoi_fl.flower import app, simulation  # noqa: E402
 from aoi_fl.flower.app import flwr_run  # noqa: E402
-from aoi_fl.pipeline import runs  # noqa: E402
+from aoi_fl.pipeline import resolve, runs  # noqa: E402
 from tests.flower.test_quickstart_example import DATA, EXAMPLE, N, selections  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,7 +62,7 @@ def test_the_apps_run_config_is_the_smoke_configuration(tmp_path, monkeypatch):
     assert parsed.output == tmp_path / "flower-runs" / "history.json"
     assert parsed.model_output is None
     assert (parsed.on_failure, parsed.timeout) == ("renormalise", 600.0)
-    assert app.SECTIONS == runs._SECTIONS
+    assert app.SECTIONS == resolve._SECTIONS
 
 
 def test_the_app_is_no_package_of_the_project():

@@ -29,7 +29,7 @@ from aoi_fl.arena import experiments as ex
 from aoi_fl.core import registry
 from aoi_fl.core.availability import build_availability
 from aoi_fl.core.train import FederatedTrainer
-from aoi_fl.pipeline import runs
+from aoi_fl.pipeline import experiment, parts, runs
 from aoi_fl.pipeline.cache import CheckpointStore, ResultStore, config_key
 from aoi_fl.pipeline.runs import resolve_config, run_experiment
 
@@ -113,9 +113,9 @@ def test_policies_of_one_seed_see_the_same_clients_model_batches_and_availabilit
         seed: [_paired_parts(trainer(arena(p, availability, seed), data_root)) for p in PAIRED]
         for seed in (0, 1)
     }
-    for parts in by_seed.values():
-        for other in parts[1:]:
-            _same(parts[0], other)
+    for paired in by_seed.values():
+        for other in paired[1:]:
+            _same(paired[0], other)
     a, b = by_seed[0][0], by_seed[1][0]
     assert a["partition"] != b["partition"]
     assert any(not np.array_equal(a["params"][k], b["params"][k]) for k in a["params"])
@@ -353,7 +353,9 @@ def nothing_runs(monkeypatch, tmp_path):
 
         return fail
 
+    monkeypatch.setattr(parts, "load_bundle", forbidden("a dataset was loaded"))
     monkeypatch.setattr(runs, "load_bundle", forbidden("a dataset was loaded"))
+    monkeypatch.setattr(experiment, "build_trainer", forbidden("a trainer was built"))
     monkeypatch.setattr(runs, "build_trainer", forbidden("a trainer was built"))
     cache_dir = tmp_path / "cache"
     yield str(cache_dir), str(tmp_path / "no-data")

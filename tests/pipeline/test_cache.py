@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from aoi_fl.pipeline import cache, runs
+from aoi_fl.pipeline import cache, experiment, runs
 from aoi_fl.pipeline.cache import (
     RESULTS_FORMAT_VERSION,
     CheckpointStore,
@@ -219,6 +219,7 @@ def test_run_experiment_miss_then_hit(tmp_path, monkeypatch):
     def no_training(*args, **kwargs):
         raise AssertionError("a cache hit must not train")
 
+    monkeypatch.setattr(experiment, "build_trainer", no_training)
     monkeypatch.setattr(runs, "build_trainer", no_training)
     second = run(tmp_path)
     assert second.cached and second.key == first.key

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import torch
 
-from aoi_fl.pipeline import cache, runs
+from aoi_fl.pipeline import cache, experiment, parts, runs
 from aoi_fl.pipeline.cache import CheckpointStore, ResultStore, config_key
 from aoi_fl.pipeline.runs import resolve_config
 
@@ -160,7 +160,9 @@ def test_an_unwritable_folder_is_refused_before_any_work(tmp_path, monkeypatch, 
     def forbidden(*args, **kwargs):
         raise AssertionError("work started although the cache cannot take its result")
 
+    monkeypatch.setattr(parts, "load_bundle", forbidden)
     monkeypatch.setattr(runs, "load_bundle", forbidden)
+    monkeypatch.setattr(experiment, "build_trainer", forbidden)
     monkeypatch.setattr(runs, "build_trainer", forbidden)
     cache_dir = tmp_path / "cache"
     folder = cache_dir / sub if sub else cache_dir

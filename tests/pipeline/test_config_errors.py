@@ -2,7 +2,7 @@
 
 Every test of a bad input checks the message (it names the parameter by its path in the
 configuration, the value and what is allowed) and that nothing happened: no dataset was loaded
-(``runs.load_bundle`` raises if called, and the data root does not exist), no trainer was built
+(``parts.load_bundle`` raises if called, and the data root does not exist), no trainer was built
 and the cache holds no ``runs/`` entry.
 """
 
@@ -26,12 +26,21 @@ from aoi_fl.core.models import MODELS
 from aoi_fl.core.selection import SeededSampler, Selection
 from aoi_fl.core.train import LR_SCHEDULES
 from aoi_fl.data.facts import DATASET_FACTS, dataset_facts
-from aoi_fl.pipeline import cache, config_checks, config_model, config_training, runs
+from aoi_fl.pipeline import (
+    cache,
+    config_checks,
+    config_model,
+    config_training,
+    experiment,
+    parts,
+    resolve,
+    runs,
+)
 from aoi_fl.pipeline.cache import config_key
 from aoi_fl.pipeline.runs import resolve_config
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD_TRAINER = runs.build_trainer  # the real one (``nothing_runs`` replaces it)
+BUILD_TRAINER = experiment.build_trainer  # the real one (``nothing_runs`` replaces it)
 COMMITTED = ROOT / "results" / "runs"
 
 #: a run that trains in a fraction of a second and needs no file
@@ -79,7 +88,9 @@ def nothing_runs(monkeypatch, tmp_path):
 
         return fail
 
+    monkeypatch.setattr(parts, "load_bundle", forbidden("a dataset was loaded"))
     monkeypatch.setattr(runs, "load_bundle", forbidden("a dataset was loaded"))
+    monkeypatch.setattr(experiment, "build_trainer", forbidden("a trainer was built"))
     monkeypatch.setattr(runs, "build_trainer", forbidden("a trainer was built"))
     cache_dir = tmp_path / "cache"
     yield str(cache_dir), str(tmp_path / "no-data")
@@ -153,8 +164,8 @@ def committed_run_configs():
     committed result made from a training run (FedSUM summaries wrap theirs in "run")."""
     for path in sorted(COMMITTED.glob("*/result.json*")):  # .json.gz: compressed entries
         config = cache._unseal(path)["config"]
-        sections = set(config)
-        if sections <= set(runs._SECTIONS) and set(runs._SECTIONS) - sections <= {"availability"}:
+        sections, known = set(config), set(resolve._SECTIONS)
+        if sections <= known and known - sections <= {"availability"}:
             yield path.parent.name, config, True
         elif "fedsum_summary" in config:
             yield path.parent.name, config["run"], False
@@ -168,6 +179,7 @@ def test_the_committed_cache_is_read_without_writing(monkeypatch):
     direct = (c for _, c, is_key in committed_run_configs() if is_key)
     configs = list(itertools.islice(direct, 3))
     monkeypatch.setattr(cache.ResultStore, "check_writable", never)
+    monkeypatch.setattr(experiment, "build_trainer", never)
     monkeypatch.setattr(runs, "build_trainer", never)
     found = runs.run_grid(configs, cache_dir=str(COMMITTED.parent), progress=False)
     assert [r.cached for r in found] == [True] * 3
@@ -558,6 +570,7 @@ def test_run_grid_reports_cached_only_for_results_it_read(tmp_path):
 
 
 def test_every_committed_run_configuration_resolves_to_itself_and_passes(monkeypatch):
+    monkeypatch.setattr(parts, "load_bundle", never)  # every dataset loads through it
     monkeypatch.setattr(runs, "load_bundle", never)  # every dataset loads through it
     checked = 0
     with warnings.catch_warnings():

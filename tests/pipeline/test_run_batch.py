@@ -275,15 +275,15 @@ def test_a_bad_batch_argument_is_refused_before_any_run_trains(tmp_path, rounds_
 _CHILD = """
 import json, sys, time
 import aoi_fl.core.batch as batch
-from aoi_fl.pipeline import runs
+from aoi_fl.pipeline import experiment, runs
 original = batch.RunBatch._train_together
 def slow(self, works):
     out = original(self, works)
     time.sleep(0.3)
     return out
 batch.RunBatch._train_together = slow
-original_checkpointer = runs._checkpointer
-runs._checkpointer = lambda store, every, seconds: original_checkpointer(store, 2, 0)
+original_checkpointer = experiment._checkpointer
+experiment._checkpointer = lambda store, every, seconds: original_checkpointer(store, 2, 0)
 runs.run_grid(json.loads(sys.argv[1]), cache_dir=sys.argv[2], progress=False)
 """
 
