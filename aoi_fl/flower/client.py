@@ -244,6 +244,44 @@ def client_losses(
     return float(mean[0]), float(rms[0]), taken if samples is None else min(samples, taken)
 
 
+def train_reply(
+    config: dict[str, Any], data_root: str, message: Message, context: Context
+) -> RecordDict:
+    """The reply to a training message: this node's client's round (:func:`train_client`)
+    from the state of the round the server last used, the state it produced kept by the node,
+    and the client's parameters, upload, steps and data size as the reply's records."""
+    sent = message.content[CONFIG]
+    client = client_index(context)
+    trainer = _trainer(json.dumps(config, sort_keys=True), data_root)
+    accepted = int(sent["accepted"])
+    own = load_state(trainer, context, client, accepted)
+    extra = message.content[EXTRA] if EXTRA in message.content else None
+    result = train_client(
+        config,
+        data_root,
+        client,
+        int(sent["round"]),
+        float(sent["lr"]),
+        message.content[ARRAYS],
+        None
+        if extra is None
+        else {k: torch.from_numpy(v.numpy().copy()) for k, v in extra.items()},
+        own,
+    )
+    save_state(context, client, own, accepted, result.own, int(sent["round"]))
+    content = RecordDict(
+        {
+            ARRAYS: ArrayRecord({k: Array(v.numpy()) for k, v in result.params.items()}),
+            METRICS: MetricRecord(
+                {"num-examples": result.size, "client": client, "steps": result.steps}
+            ),
+        }
+    )
+    if result.upload:
+        content[EXTRA] = ArrayRecord({k: Array(v.numpy()) for k, v in result.upload.items()})
+    return content
+
+
 def client_app(
     config: dict[str, Any] | Callable[[Context], dict[str, Any]],
     data_root: str | Callable[[Context], str] = "data",
@@ -303,35 +341,6 @@ def client_app(
     def train(message: Message, context: Context) -> Message:
         run_config, root = settings(context)
         torch.set_num_threads(threads)
-        sent = message.content[CONFIG]
-        client = client_index(context)
-        trainer = _trainer(json.dumps(run_config, sort_keys=True), root)
-        accepted = int(sent["accepted"])
-        own = load_state(trainer, context, client, accepted)
-        extra = message.content[EXTRA] if EXTRA in message.content else None
-        result = train_client(
-            run_config,
-            root,
-            client,
-            int(sent["round"]),
-            float(sent["lr"]),
-            message.content[ARRAYS],
-            None
-            if extra is None
-            else {k: torch.from_numpy(v.numpy().copy()) for k, v in extra.items()},
-            own,
-        )
-        save_state(context, client, own, accepted, result.own, int(sent["round"]))
-        content = RecordDict(
-            {
-                ARRAYS: ArrayRecord({k: Array(v.numpy()) for k, v in result.params.items()}),
-                METRICS: MetricRecord(
-                    {"num-examples": result.size, "client": client, "steps": result.steps}
-                ),
-            }
-        )
-        if result.upload:
-            content[EXTRA] = ArrayRecord({k: Array(v.numpy()) for k, v in result.upload.items()})
-        return Message(content, reply_to=message)
+        return Message(train_reply(run_config, root, message, context), reply_to=message)
 
     return app

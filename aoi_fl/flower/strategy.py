@@ -354,30 +354,13 @@ class SamplerStrategy(Strategy):
         if self._round is None or self._round["t"] != server_round - 1:
             raise RuntimeError(f"aggregate_train for round {server_round} was not configured")
         r, self._round = self._round, None
-        selection, client_of = r["selection"], {v: k for k, v in self.nodes.items()}
-        received: dict[int, RecordDict] = {}
-        errors: dict[int, str] = {}
-        for reply in replies:
-            i = client_of[reply.metadata.src_node_id]
-            if reply.has_error():
-                errors[i] = str(reply.error.reason)
-            else:
-                received[i] = reply.content
+        selection = r["selection"]
+        received, errors = self._replies_by_client(replies)
         ids = selection.ids.astype(np.int64)
         weights = selection.weights.astype(np.float64)
         ok = np.array([int(i) in received for i in ids], dtype=bool)
         failed = [int(i) for i in ids[~ok]]
-        if failed and self.on_failure == "error":
-            reasons = "; ".join(
-                f"client {i}: {errors.get(i, 'no reply before the timeout')}" for i in failed
-            )
-            raise RuntimeError(
-                f"round {server_round}: expected {ids.size} clients to reply, "
-                f"{int(ok.sum())} did; failed: {reasons}"
-            )
-        used = weights[ok]
-        if failed and self.on_failure == "renormalise" and used.size:
-            used = used * (weights.sum() / used.sum())
+        used = self._surviving_weights(server_round, ids, weights, ok, failed, errors)
         global_params = _tensors(r["global"])
         kept = ids[ok]
         replied = {int(i): _tensors(received[int(i)][ARRAYS]) for i in kept}
@@ -427,15 +410,66 @@ class SamplerStrategy(Strategy):
         }
         new = self.algorithm.server_update(global_params, updates, upload)
         self.sampler.feedback(ids[ok], norms)
-        h = self.history
-        h["lr"].append(r["lr"])
-        h["selected"].append(ids.tolist())
-        h["weights"].append(selection.weights.tolist())
-        h["update_norms"].append(norms.tolist())
-        h["failed"].append(failed)
+        self._record(r["lr"], ids, selection.weights, norms, failed)
         log(INFO, "aggregate_train: %d of %d selected clients replied", ok.sum(), ids.size)
         out = ArrayRecord({k: Array(v.detach().cpu().numpy()) for k, v in new.items()})
         return out, MetricRecord({"clients": int(ok.sum()), "failed": len(failed)})
+
+    def _replies_by_client(
+        self, replies: Iterable[Message]
+    ) -> tuple[dict[int, RecordDict], dict[int, str]]:
+        """The training replies' contents and the errors' reasons, by client index."""
+        client_of = {v: k for k, v in self.nodes.items()}
+        received: dict[int, RecordDict] = {}
+        errors: dict[int, str] = {}
+        for reply in replies:
+            i = client_of[reply.metadata.src_node_id]
+            if reply.has_error():
+                errors[i] = str(reply.error.reason)
+            else:
+                received[i] = reply.content
+        return received, errors
+
+    def _surviving_weights(
+        self,
+        server_round: int,
+        ids: np.ndarray,
+        weights: np.ndarray,
+        ok: np.ndarray,
+        failed: list[int],
+        errors: Mapping[int, str],
+    ) -> np.ndarray:
+        """The weights of the selected clients that replied (``ok``), as ``on_failure`` has
+        them; with ``"error"``, a ``failed`` client raises, naming each and why it failed."""
+        if failed and self.on_failure == "error":
+            reasons = "; ".join(
+                f"client {i}: {errors.get(i, 'no reply before the timeout')}" for i in failed
+            )
+            raise RuntimeError(
+                f"round {server_round}: expected {ids.size} clients to reply, "
+                f"{int(ok.sum())} did; failed: {reasons}"
+            )
+        used = weights[ok]
+        if failed and self.on_failure == "renormalise" and used.size:
+            used = used * (weights.sum() / used.sum())
+        return used
+
+    def _record(
+        self,
+        lr: float,
+        ids: np.ndarray,
+        weights: np.ndarray,
+        norms: np.ndarray,
+        failed: list[int],
+    ) -> None:
+        """The round's entries of the history, in the trainer's form: the selection's ``ids``
+        and ``weights``, the norms of the updates used, the clients that failed."""
+        h = self.history
+        h["lr"].append(lr)
+        h["selected"].append(ids.tolist())
+        h["weights"].append(weights.tolist())
+        h["update_norms"].append(norms.tolist())
+        h["failed"].append(failed)
 
     # -- no federated evaluation: the model is evaluated centrally (``evaluate_fn``) ---------
 

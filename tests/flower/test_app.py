@@ -16,7 +16,7 @@ pytest.importorskip("flwr")
 
 from flwr.common.config import flatten_dict  # noqa: E402
 
-from aoi_fl.flower import app, simulation  # noqa: E402
+from aoi_fl.flower import app, simulation, superlink  # noqa: E402
 from aoi_fl.flower.app import flwr_run  # noqa: E402
 from aoi_fl.pipeline import resolve, runs  # noqa: E402
 from tests.flower.test_quickstart_example import DATA, EXAMPLE, N, selections  # noqa: E402
@@ -202,8 +202,8 @@ def test_a_device_other_than_the_cpu_is_refused_by_every_flower_path(device):
 def test_a_run_that_did_not_complete_raises(tmp_path, monkeypatch, status):
     # `flwr run --stream` exits 0 whatever the run's end: the status comes from `flwr ls`
     @contextlib.contextmanager
-    def superlink(home, env):
-        yield app.CONNECTION
+    def local_superlink(home, env):
+        yield superlink.CONNECTION
 
     def flwr(env, *args, echo=False):
         if args[0] == "run":
@@ -211,12 +211,12 @@ def test_a_run_that_did_not_complete_raises(tmp_path, monkeypatch, status):
         row = {"run-id": 7, "status": status, "status-details": "Simulation Runtime crashed"}
         return 0, "a warning of the CLI\n" + json.dumps({"success": True, "runs": [row]})
 
-    monkeypatch.setattr(app, "_local_superlink", superlink)
-    monkeypatch.setattr(app, "_flwr", flwr)
+    monkeypatch.setattr(superlink, "_local_superlink", local_superlink)
+    monkeypatch.setattr(superlink, "_flwr", flwr)
     env = app.flower_environment(tmp_path, "127.0.0.1:6379")
     message = rf"(?s)the Flower run ended {status}: Simulation Runtime crashed.*the run's log"
     with pytest.raises(RuntimeError, match=message):
-        app._run_app(app.APP_DIR, tmp_path / "o.toml", "num-supernodes=10", env, quiet=True)
+        superlink._run_app(app.APP_DIR, tmp_path / "o.toml", "num-supernodes=10", env, quiet=True)
 
 
 @pytest.mark.slow
