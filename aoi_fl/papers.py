@@ -7,7 +7,7 @@ reads this list by name, so the shared layers never import a paper; another pack
 through the ``aoi_fl.papers`` entry-point group (see README, "Adding a policy").
 """
 
-#: the selection arena (ours, issue 29) is a package of the same shape: its policies register
+#: the selection arena (ours) is a package of the same shape: its policies register
 #: and its findings enter the ledger, marked as ours
 PAPERS: tuple[str, ...] = (
     "aoi_fl.aoi",

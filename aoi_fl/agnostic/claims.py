@@ -626,7 +626,7 @@ def claims(
 _untested = functools.partial(Untested, "agnostic")
 
 
-#: statements of the paper that state a result but have no row, and why (issue 27): a sweep of
+#: statements of the paper that state a result but have no row, and why: a sweep of
 #: the abstract, Sec. 1's contributions, Secs. 2-4, the captions and the conclusion
 #: (paraphrased; the rows above test the rest)
 UNTESTED: tuple[Untested, ...] = (

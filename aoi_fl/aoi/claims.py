@@ -1089,7 +1089,7 @@ _untested = functools.partial(Untested, "aoi")
 
 
 _CIFAR = "CIFAR-10 and CIFAR-100 cannot be had offline"
-#: statements of the paper that state a result but have no row, and why (issue 27): a sweep of
+#: statements of the paper that state a result but have no row, and why: a sweep of
 #: the abstract, Sec. I's contributions, every results paragraph and caption of Secs. IV-V, the
 #: conclusions and the theorems (paraphrased; the rows above test the rest)
 UNTESTED: tuple[Untested, ...] = (

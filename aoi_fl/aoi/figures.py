@@ -208,7 +208,7 @@ def check_panel(
     against the other policies) says "held" exactly when its t interval of R_fast - R_slow lies
     below 0. With ``complete`` (not only the cached runs) every planned run is present. Outside
     smoke, every run reaches the dataset's target within its horizon (the horizons are chosen
-    for that, issue 12).
+    for that).
     """
     configs = {}
     for config in experiments.panel_grid(panel, profile, synthetic=synthetic):

@@ -1,4 +1,4 @@
-"""The arena's two tiers as configurations (issue 29): every policy under every availability model.
+"""The arena's two tiers as configurations: every policy under every availability model.
 
 MD sampling (Li et al.'s FedProx sampling, named so by Fraboni et al.: m draws with replacement
 with probabilities proportional to the clients' data sizes, each draw weighted 1/m) is exactly the

@@ -1,4 +1,4 @@
-"""Client availability: who can take part in round t (ours, for the selection arena; issue 29).
+"""Client availability: who can take part in round t (ours, for the selection arena).
 
 An availability model decides which of the n clients *can* take part in round t (0-based); a
 selection policy then picks among those (an availability-aware sampler's

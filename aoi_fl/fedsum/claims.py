@@ -939,7 +939,7 @@ _BOUND = (
 )
 _SYMBOLIC = "rates compared symbolically with other papers' rates; no measurable quantity"
 
-#: statements of the paper that state a result but have no row, and why (issue 27's sweep:
+#: statements of the paper that state a result but have no row, and why (a sweep of the
 #: abstract, contributions, Secs 2-6, App. A-H, in the paper's order)
 UNTESTED: tuple[Untested, ...] = (
     _untested(

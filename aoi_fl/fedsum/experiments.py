@@ -9,7 +9,7 @@
 - ``"p_grid"`` (Fig. 10): FedSUM under Bernoulli participation with a grid of p, constant
   eta_l = 0.01;
 - ``"family"`` (Fig. 11): FedSUM-B, FedSUM and FedSUM-CR under P1-P3, constant eta_l = 0.1;
-- ``"long"`` (issue 13): the long-horizon panel, all nine methods (FedSUM-B, FedSUM, FedSUM-CR
+- ``"long"``: the long-horizon panel, all nine methods (FedSUM-B, FedSUM, FedSUM-CR
   and the six baselines) under P1-P3 to the paper's T = 2000 rounds with the schedule of
   ``"main"``; ``"long_cases"`` adds FedSUM under the cyclic orders and biased sampling and
   FedAvg under biased sampling (claims (iii) and (viii)); ``"long_p_grid"`` is Fig. 10's p
@@ -55,7 +55,7 @@ from aoi_fl.pipeline.profiles import PROFILES
 DATASETS = ("mnist", "cifar10")
 MODELS = {"mnist": "small_cnn", "cifar10": "fedsum_cifar_cnn"}
 FIGURES = ("main", "cases", "p_grid", "family", "long", "long_cases", "long_p_grid")
-#: the long-horizon figures (issue 13): their own rounds, seeds, evaluation cadence and model
+#: the long-horizon figures: their own rounds, seeds, evaluation cadence and model
 LONG_FIGURES = ("long", "long_cases", "long_p_grid")
 
 MAIN_ALGORITHMS = (

@@ -1,4 +1,4 @@
-"""A Flower strategy driven by an ``aoi_fl`` sampler (issue 17).
+"""A Flower strategy driven by an ``aoi_fl`` sampler.
 
 Flower's own strategies draw clients with Python's global ``random`` over node ids that change
 from run to run. :class:`SamplerStrategy` instead

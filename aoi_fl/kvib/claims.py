@@ -89,7 +89,7 @@ PAPER_K_RATE = -4 / 3
 #: notebook 12's reading of Fig. 3(c)'s "changes slightly": max / min over the gamma scales
 GAMMA_STABLE_RATIO = 1.5
 #: the speed measure of each "faster" statement, written down before any of them was computed
-#: on the cached runs (issue 27), never the endpoint: Fig. 2 plots the test loss, so Sec. 6.1's
+#: on the cached runs, never the endpoint: Fig. 2 plots the test loss, so Sec. 6.1's
 #: "faster convergence" is the area under the test-loss curve over the horizon
 #: (:func:`aoi_fl.pipeline.claims.horizon_mean`, lower is faster); Sec. 6.2 measures Fig. 4's
 #: speed-ups in rounds to a fixed test accuracy (:func:`aoi_fl.pipeline.claims.rounds_to_level`,
@@ -1418,8 +1418,8 @@ def verdict_lines(
 _untested = functools.partial(Untested, "kvib")
 
 
-#: statements of the paper that state a result but have no row, and why (issue 27), in the
-#: paper's order; each names where it is said
+#: statements of the paper that state a result but have no row, and why, in the paper's
+#: order; each names where it is said
 UNTESTED: tuple[Untested, ...] = (
     _untested(
         "Abstract",
