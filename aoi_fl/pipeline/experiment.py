@@ -31,17 +31,19 @@ from aoi_fl.pipeline.parts import (
     full_information_recorder,
     training_parts,
 )
-from aoi_fl.pipeline.resolve import config_device, resolve_config
+from aoi_fl.pipeline.resolve import RunConfig
 
 
 def build_trainer(
-    config: Mapping[str, Any], data_root: str = "data", device: str | None = None
+    config: Mapping[str, Any] | RunConfig, data_root: str = "data", device: str | None = None
 ) -> FederatedTrainer:
-    """The :class:`FederatedTrainer` a configuration describes (see :func:`resolve_config`),
-    on ``device``, else the configuration's ``training.device``, else ``$AOI_FL_DEVICE``, else
-    ``auto``."""
-    c = resolve_config(config)
-    device = config_device(config) if device is None else device
+    """The :class:`FederatedTrainer` a configuration describes (see
+    :func:`~aoi_fl.pipeline.resolve.resolve_config`; a :class:`RunConfig` is not resolved
+    again), on ``device``, else the configuration's ``training.device``, else
+    ``$AOI_FL_DEVICE``, else ``auto``."""
+    run = RunConfig.parse(config)
+    c = run.canonical()
+    device = run.device if device is None else device
     data = federated_data(c, data_root)
     model_spec = dict(c["model"])
     model = build_model(model_spec.pop("name"), **model_spec)
@@ -107,7 +109,7 @@ def require_writable(cache_dir: str) -> None:
 
 
 def run_experiment(
-    config: Mapping[str, Any],
+    config: Mapping[str, Any] | RunConfig,
     *,
     cache_dir: str = "results",
     rerun: bool = False,
@@ -129,8 +131,9 @@ def run_experiment(
     ``device`` (else the configuration's ``training.device``, ``$AOI_FL_DEVICE``, ``auto``) is
     where a missing result is computed; a checkpoint written on another device resumes here.
     """
-    resolved = resolve_config(config)
-    device = config_device(config) if device is None else requested_device(device)
+    run = RunConfig.parse(config)
+    resolved = run.canonical()
+    device = run.device if device is None else requested_device(device)
     checkpoint_every = require_int("checkpoint_every", checkpoint_every, minimum=1)
     if not checkpoint_seconds >= 0:
         raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
@@ -138,7 +141,7 @@ def run_experiment(
     if not rerun and (hit := results.load(resolved)) is not None:
         return result_from_cache(resolved, hit)
     require_writable(cache_dir)
-    trainer, checkpoints = _resumed_trainer(resolved, cache_dir, rerun, data_root, device)
+    trainer, checkpoints = _resumed_trainer(run, cache_dir, rerun, data_root, device)
     history = trainer.run(
         progress=progress, on_round=_checkpointer(checkpoints, checkpoint_every, checkpoint_seconds)
     )
@@ -146,13 +149,13 @@ def run_experiment(
 
 
 def _resumed_trainer(
-    resolved: dict, cache_dir: str, rerun: bool, data_root: str, device: str | None
+    run: RunConfig, cache_dir: str, rerun: bool, data_root: str, device: str | None
 ) -> tuple[FederatedTrainer, CheckpointStore]:
     """The trainer of a missing run, resumed from its latest checkpoint (``rerun``: cleared)."""
-    checkpoints = CheckpointStore(cache_dir, resolved)
+    checkpoints = CheckpointStore(cache_dir, run.canonical())
     if rerun:
         checkpoints.clear()
-    trainer = build_trainer(resolved, data_root, device)
+    trainer = build_trainer(run, data_root, device)
     if (checkpoint := checkpoints.load()) is not None:
         _, tensors, state = checkpoint
         try:
@@ -162,7 +165,7 @@ def _resumed_trainer(
         except Exception as exc:
             checkpoints.ignore(checkpoints.folder / "latest.json", exc)
             # loading may have changed some parts
-            trainer = build_trainer(resolved, data_root, device)
+            trainer = build_trainer(run, data_root, device)
     return trainer, checkpoints
 
 
@@ -223,26 +226,26 @@ class DeadlineReached(RuntimeError):
 
 
 def run_batch(
-    args: tuple[list[dict], str, bool, str, int | None, str | None, tuple, float | None],
+    args: tuple[list[RunConfig], str, bool, str, int | None, str | None, tuple, float | None],
     on_stored: Callable[[int], None] | None = None,
 ) -> int:
-    """Train the missing runs ``configs`` together (:class:`RunBatch`), each resumed from its
+    """Train the missing runs ``runs`` together (:class:`RunBatch`), each resumed from its
     checkpoint, checkpointed as alone and stored in the cache as soon as it has finished
     (then ``on_stored(i)``, for configuration i of the batch). At the ``deadline`` (seconds
     since the epoch, None: none) every unfinished run is checkpointed; returns how many."""
-    configs, cache_dir, rerun, data_root, threads, device, shipped, deadline = args
+    runs, cache_dir, rerun, data_root, threads, device, shipped, deadline = args
     if deadline is not None and time.time() >= deadline:  # queued in a worker past it
-        return len(configs)
+        return len(runs)
     plugins.install(shipped)  # in a spawned worker: the user's registrations
     if threads is not None:
         torch.set_num_threads(threads)
     results = ResultStore(cache_dir)
-    started = [_resumed_trainer(c, cache_dir, rerun, data_root, device) for c in configs]
+    started = [_resumed_trainer(run, cache_dir, rerun, data_root, device) for run in runs]
     trainers = [trainer for trainer, _ in started]
     savers = [_checkpointer(checkpoints, 5, 30.0) for _, checkpoints in started]
 
     def finish(i: int, trainer: FederatedTrainer) -> None:
-        _stored(configs[i], trainer, trainer.history, results, started[i][1])
+        _stored(runs[i].canonical(), trainer, trainer.history, results, started[i][1])
         if on_stored is not None:
             on_stored(i)
 

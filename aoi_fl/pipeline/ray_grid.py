@@ -54,6 +54,7 @@ import aoi_fl  # noqa: E402  (after the telemetry switch: ray reads it on import
 from aoi_fl.core.device import requested_device  # noqa: E402
 from aoi_fl.core.validation import require_int  # noqa: E402
 from aoi_fl.pipeline import plugins  # noqa: E402
+from aoi_fl.pipeline.resolve import RunConfig  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -305,13 +306,13 @@ def connected(
 
 def _train(
     run: Callable[..., Any],
-    config: dict,
+    config: RunConfig,
     data_root: str,
     threads: int,
     device: str | None,
     shipped: tuple,
 ) -> tuple[dict, dict, bytes | None, str]:
-    """Train one configuration with ``run`` (``run_experiment``, sent by reference) in a
+    """Train one run (resolved already) with ``run`` (``run_experiment``, sent by reference) in a
     throw-away cache, after registering the user's factories (``shipped``); return what the
     driver stores and the id of the node that trained it."""
     import ray
@@ -339,7 +340,7 @@ def on_gpu(device: str | None) -> bool:
 
 
 def ray_results(
-    jobs: Mapping[int, tuple[dict, str | None]],
+    jobs: Mapping[int, tuple[RunConfig, str | None]],
     *,
     run: Callable[..., Any],
     shipped: tuple = (),

@@ -1,16 +1,22 @@
-"""A configuration checked and resolved: its defaults filled in, the form that keys the cache."""
+"""A configuration checked and resolved: its defaults filled in, the form that keys the cache.
+
+:func:`resolve_config` does it for a dict; :class:`RunConfig` holds the result, so that a run
+that goes from a grid to a worker to its trainer is checked and resolved once.
+"""
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from aoi_fl.core.device import requested_device
 from aoi_fl.pipeline import config_checks, plugins
-from aoi_fl.pipeline.cache import canonical_json
+from aoi_fl.pipeline.cache import canonical_json, config_key
 from aoi_fl.pipeline.parts import DATASETS, PARTITIONS, cached_sizes
 
 _SECTIONS = ("dataset", "partition", "model", "sampler", "training", "availability")
@@ -124,3 +130,30 @@ def config_device(config: Mapping[str, Any]) -> str | None:
     )
     name = training.get("device")
     return None if name is None else requested_device(name)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run's configuration, checked and resolved once (:meth:`parse`).
+
+    ``text`` is the resolved configuration as canonical JSON (what the cache stores), ``key``
+    its cache key, ``device`` the device its ``training.device`` names (None: not named; where
+    a run trains is not part of its key). Frozen and made of strings: it is the same in a worker
+    process or a Ray task as here.
+    """
+
+    text: str
+    key: str
+    device: str | None = None
+
+    @classmethod
+    def parse(cls, config: Mapping[str, Any] | RunConfig) -> RunConfig:
+        """``config`` checked and resolved (:func:`resolve_config`); a RunConfig as it is."""
+        if isinstance(config, RunConfig):
+            return config
+        resolved = resolve_config(config)
+        return cls(canonical_json(resolved), config_key(resolved), config_device(config))
+
+    def canonical(self) -> dict[str, Any]:
+        """The resolved configuration (a new dict at each call: this one cannot change)."""
+        return json.loads(self.text)

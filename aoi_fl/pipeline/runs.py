@@ -43,6 +43,7 @@ from aoi_fl.pipeline.parts import DATASETS, PARTITIONS, load_bundle
 from aoi_fl.pipeline.resolve import (
     OPTIONAL_TRAINING,
     TRAINING_DEFAULTS,
+    RunConfig,
     client_sizes,
     config_device,
     resolve_config,
@@ -55,6 +56,7 @@ __all__ = [
     "OPTIONAL_TRAINING",
     "PARTITIONS",
     "SAMPLERS",
+    "RunConfig",
     "TRAINING_DEFAULTS",
     "DeadlineReached",
     "ExperimentResult",
@@ -144,10 +146,9 @@ def run_grid(
     """
     executor = executor or os.environ.get(EXECUTOR_VAR) or "local"
     require_choice("executor", executor, EXECUTORS)
-    configs, devices, workers, threads = _checked(
-        configs, device, workers, threads, batch, deadline
-    )
-    found = _Found(configs, cache_dir, on_result)
+    runs, devices, workers, threads = _checked(configs, device, workers, threads, batch, deadline)
+    found = _Found(runs, cache_dir, on_result)
+    configs = found.configs
     loaded = {} if rerun else {i: found.store.load(c) for i, c in enumerate(configs)}
     hits = {i: hit for i, hit in loaded.items() if hit is not None}
     todo = [i for i in range(len(configs)) if i not in hits]
@@ -181,19 +182,18 @@ def _checked(
     threads: int | None,
     batch: int | None,
     deadline: float | None,
-) -> tuple[list[dict], list[str | None], int, int | None]:
-    """The grid's arguments checked, before anything is read or trained: the resolved
-    configurations, the device of each, and the numbers of workers and threads."""
-    given = list(configs)
-    configs = [resolve_config(c) for c in given]  # every one checked before any trains
-    devices = [config_device(c) if device is None else requested_device(device) for c in given]
+) -> tuple[list[RunConfig], list[str | None], int, int | None]:
+    """The grid's arguments checked, before anything is read or trained: the runs (each
+    configuration resolved, once), the device of each, and the numbers of workers and threads."""
+    runs = [RunConfig.parse(c) for c in configs]  # every one checked before any trains
+    devices = [run.device if device is None else requested_device(device) for run in runs]
     workers = require_int("workers", workers, minimum=1)
     batching.batch_cap(batch)
     if deadline is not None:
         require_real("deadline", deadline)
     if threads is not None:  # each worker's torch.set_num_threads(threads)
         threads = require_int("threads", threads, minimum=1)
-    return configs, devices, workers, threads
+    return runs, devices, workers, threads
 
 
 class _Found:
@@ -202,11 +202,12 @@ class _Found:
 
     def __init__(
         self,
-        configs: list[dict],
+        runs: list[RunConfig],
         cache_dir: str,
         on_result: Callable[[int, ExperimentResult], None] | None,
     ) -> None:
-        self.configs, self.cache_dir, self.on_result = configs, cache_dir, on_result
+        self.runs, self.cache_dir, self.on_result = runs, cache_dir, on_result
+        self.configs = [run.canonical() for run in runs]
         self.store = ResultStore(cache_dir)
         self.results: dict[int, ExperimentResult] = {}
 
@@ -245,7 +246,7 @@ def _train_on_ray(
 
     configs = found.configs
     results_iter = ray_results(
-        {i: (configs[i], devices[i]) for i in todo},
+        {i: (found.runs[i], devices[i]) for i in todo},
         run=run_experiment,
         shipped=shipped,
         data_root=data_root,
@@ -272,11 +273,10 @@ class _Jobs:
 
     def batches(self, found: _Found, deadline: float | None) -> tuple[list[list[int]], list]:
         """The batches (configuration indices) and the :func:`run_batch` argument of each."""
-        configs = found.configs
-        groups = _batches(self.todo, configs, self.devices, self.batch)
+        groups = _batches(self.todo, found.configs, self.devices, self.batch)
         args = [
             (
-                [configs[i] for i in group],
+                [found.runs[i] for i in group],
                 found.cache_dir,
                 self.rerun,
                 self.data_root,

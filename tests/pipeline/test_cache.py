@@ -1,6 +1,7 @@
 """Tests of aoi_fl.pipeline.cache and run_experiment: keys, hits, corruption, checkpoints,
 kill-resume."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from aoi_fl.pipeline import cache, experiment, runs
+from aoi_fl.pipeline import cache, experiment, resolve, runs
 from aoi_fl.pipeline.cache import (
     RESULTS_FORMAT_VERSION,
     CheckpointStore,
@@ -397,3 +398,24 @@ def test_killed_run_resumes_to_the_same_numbers(tmp_path, request):
     assert calls == list(range(checkpoint_round, 12))  # continued, did not start over
     uninterrupted = run(tmp_path / "clean", config)
     assert_same_run(resumed, uninterrupted)
+
+
+def test_a_run_config_is_the_resolved_configuration_and_its_key():
+    config = {**CONFIG, "training": {**CONFIG.get("training", {}), "device": "cpu"}}
+    run = runs.RunConfig.parse(config)
+    assert run.canonical() == runs.resolve_config(config)
+    assert run.key == config_key(runs.resolve_config(config)) == config_key(run.canonical())
+    assert run.device == "cpu" and "device" not in run.canonical()["training"]  # not in the key
+    assert runs.RunConfig.parse(run) is run
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.key = "0" * 24
+    run.canonical()["model"]["seed"] = 7  # a copy: the run itself cannot change
+    assert run.canonical() == runs.resolve_config(config)
+
+
+def test_a_grid_resolves_each_configuration_once(tmp_path, monkeypatch):
+    calls = []
+    real = resolve.resolve_config
+    monkeypatch.setattr(resolve, "resolve_config", lambda c: calls.append(1) or real(c))
+    (result,) = runs.run_grid([CONFIG], cache_dir=str(tmp_path), progress=False)
+    assert not result.cached and len(calls) == 1  # grid, batch, trainer: resolved once
