@@ -358,3 +358,4 @@ def _progress(items: Iterable, enabled: bool, unit: str, total: int | None = Non
 
 
 # the papers' samplers, algorithms and styles, so that the tables above are complete on import
+plugins.load()
