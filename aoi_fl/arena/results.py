@@ -32,7 +32,7 @@ import pandas as pd
 from scipy import stats
 
 from aoi_fl.arena import experiments as ex
-from aoi_fl.core.participation import run_metrics
+from aoi_fl.arena.participation import run_metrics
 from aoi_fl.core.validation import require_choice
 from aoi_fl.pipeline.paired import (
     holm,
@@ -64,7 +64,7 @@ WORDS = (
 
 def run_row(result: Any, tier: str, profile: str) -> dict[str, Any]:
     """One run's metrics as a flat row (availability, policy, seed and
-    :meth:`aoi_fl.core.participation.RunMetrics.as_dict`), rounds to target censored at T."""
+    :meth:`aoi_fl.arena.participation.RunMetrics.as_dict`), rounds to target censored at T."""
     s = ex.tier_settings(tier, profile)
     c = result.config
     metrics = run_metrics(

@@ -3,7 +3,7 @@
 The client-selection interface and its registry (:mod:`~aoi_fl.core.selection`,
 :mod:`~aoi_fl.core.registry`), participation statistics (:mod:`~aoi_fl.core.stats`),
 parameter-dict helpers (:mod:`~aoi_fl.core.tensors`), the aggregation protocol
-(:mod:`~aoi_fl.core.algorithms`, :mod:`~aoi_fl.core.stateful`), local training engines
+(:mod:`~aoi_fl.core.algorithms`), local training engines
 (:mod:`~aoi_fl.core.engines`, with :mod:`~aoi_fl.core.local_steps`,
 :mod:`~aoi_fl.core.gradients`, :mod:`~aoi_fl.core.stacked_layers`,
 :mod:`~aoi_fl.core.minibatches`, :mod:`~aoi_fl.core.losses`,

@@ -43,9 +43,9 @@ import torch
 
 from aoi_fl.core.algorithms import ClientUpdates
 from aoi_fl.core.registry import PALETTE, Style, register_algorithm
-from aoi_fl.core.stateful import MeanGradientClient, named, require_server_lr, zeros64
 from aoi_fl.core.tensors import Params, device_of, moved
 from aoi_fl.core.validation import require_int
+from aoi_fl.fedsum.stateful import MeanGradientClient, named, require_server_lr, zeros64
 
 
 class _FedSUMFamily(MeanGradientClient):

@@ -20,7 +20,6 @@ import torch
 
 from aoi_fl.core.algorithms import Algorithm, ClientUpdates
 from aoi_fl.core.registry import PALETTE, Style, register_algorithm
-from aoi_fl.core.stateful import LatestTable, MeanGradientClient, named, require_server_lr
 from aoi_fl.core.tensors import (
     Params,
     cast_like,
@@ -31,13 +30,14 @@ from aoi_fl.core.tensors import (
     stack,
 )
 from aoi_fl.core.validation import require_int, require_real
+from aoi_fl.fedsum.stateful import LatestTable, MeanGradientClient, named, require_server_lr
 
 
 class Scaffold(MeanGradientClient):
     """SCAFFOLD (Karimireddy et al. 2020, option II) in the single-upload form (Huang et al.).
 
     Local steps x <- x - eta_l (g - c_i + c); the client sends u_i, the mean of its K_i
-    gradients (the new c_i, summed exactly, see :mod:`aoi_fl.core.stateful`). The server keeps
+    gradients (the new c_i, summed exactly, see :mod:`aoi_fl.fedsum.stateful`). The server keeps
     the table of the c_i (it receives every new one) and their sum, and sends each selected
     client its correction c - c_i with the model (2 down, 1 up); the clients keep no state.
     Server: x <- x - eta_g eta_l (1/|S|) sum_i K_i (c + u_i - c_i) (= x + eta_g mean_i Delta x_i)

@@ -1,4 +1,4 @@
-"""Participation and learning metrics of a run (aoi_fl.core.participation): a hand-computed
+"""Participation and learning metrics of a run (aoi_fl.arena.participation): a hand-computed
 trace, invariants against the dense reference functions of aoi_fl.core.stats, a Monte-Carlo
 check against the closed forms of uniform m-of-n sampling, one real trainer history, and every
 error message."""
@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 from scipy.stats import chi2
 from torch import nn
 
-from aoi_fl.core.delays import delays
-from aoi_fl.core.participation import (
+from aoi_fl.arena.participation import (
     IntervalStats,
     RunMetrics,
     empirical_sigma,
@@ -27,6 +26,7 @@ from aoi_fl.core.participation import (
     selection_counts,
     worst_clients_accuracy,
 )
+from aoi_fl.core.delays import delays
 from aoi_fl.core.seeding import generator
 from aoi_fl.core.selection import RandomWeighted
 from aoi_fl.core.stats import empirical_sigma_from_matrix, intervals_from_matrix
