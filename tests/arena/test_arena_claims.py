@@ -1,11 +1,15 @@
-"""The arena's ledger rows on hand-built frames (:mod:`aoi_fl.arena.claims`): each tier is one
-Holm-adjusted family, and a screen row is decided only where the confirm tier repeats it."""
+"""The arena's ledger rows (:mod:`aoi_fl.arena.claims`): its ``claims.toml`` written out for
+every comparison the tiers can make, and on hand-built frames each tier one Holm-adjusted
+family, a screen row decided only where the confirm tier repeats it."""
 
 import pandas as pd
 import pytest
 
 from aoi_fl.arena import claims as arc
+from aoi_fl.arena import experiments as ex
+from aoi_fl.arena import measures
 from aoi_fl.arena import results as ar
+from aoi_fl.pipeline import claimfiles
 
 from .test_results import row
 
@@ -25,11 +29,20 @@ def tier(availability: str, lead: dict[str, float], seeds: int = 10, base: int =
 
 
 def screen_row(screen: pd.DataFrame, confirm: pd.DataFrame, policy="markov_optimal"):
+    """A screen row of ``policy`` under bernoulli availability, judged as claims.toml's are."""
     reference = "uniform" if policy == "markov_optimal" else "markov_optimal"
-    return arc._screen_row(
-        "arena.screen.x", "claim", "screen", (screen, arc.family(screen)),
-        (confirm, arc.family(confirm, arc.CONFIRM_FAMILY)), "bernoulli", policy, reference,
-    )  # fmt: skip
+    args = {"tier": "screen", "repeat": "confirm", "availability": "bernoulli"}
+    args |= {"policy": policy, "reference": reference}
+    measure = claimfiles.Call("repeated_comparison", args, measures.repeated_comparison)
+    rule = claimfiles.Call("replicated", {}, arc.replicated)
+    row = claimfiles.Row("arena.screen.x", "screen", "ours", "claim", arc.NOTEBOOK, measure, rule)
+    runs = measures.Runs(
+        {
+            "screen": measures.Tier(screen, arc.family(screen)),
+            "confirm": measures.Tier(confirm, arc.family(confirm, arc.CONFIRM_FAMILY)),
+        }
+    )
+    return claimfiles.build(row, "arena", runs)
 
 
 def test_a_screen_finding_repeated_by_the_confirm_tier_holds():
@@ -65,9 +78,9 @@ def test_the_correction_can_undo_a_comparison_decided_on_its_own():
     )  # a family of 130 made up here
     member = table.iloc[0].copy()
     member["censored"] = 0
-    assert arc.side(member) == 0
+    assert measures.side(member) == 0
     member["p_holm"] = 0.01
-    assert arc.side(member) == -1
+    assert measures.side(member) == -1
 
 
 def test_the_confirm_family_is_its_hypotheses():
@@ -100,3 +113,49 @@ def test_a_confirm_row_reads_its_holm_adjusted_comparison():
         "markov_optimal", "uniform",
     )  # fmt: skip
     assert c.verdict == "inconclusive at this budget" and "MDE" in c.spread
+
+
+def test_every_row_of_the_file_names_a_known_measure_and_rule():
+    rows = arc.rows()
+    assert len(rows) == len({r.key for r in rows}) == 74
+    for written in rows:
+        assert written.measure.function is measures.MEASURES[written.measure.name]
+        assert written.rule.function is arc.RULES[written.rule.name]
+        assert (written.kind, written.paper_value) == ("ours", None)
+        assert written.notebook == arc.NOTEBOOK
+
+
+def test_each_row_says_what_its_measure_reads():
+    for written in arc.rows():
+        args = written.measure.args
+        tier, availability, policy = args["tier"], args["availability"], args["policy"]
+        assert written.key == f"arena.{tier}.{availability}.{policy}"
+        assert {policy, args["reference"]} <= set(ex.POLICIES)
+        assert f"under {availability} availability" in written.statement
+        assert f"reaches {ex.TASKS[tier]['target']:.0%}" in written.statement
+        assert written.rule.args == {"claimed": "negative"}  # "in fewer rounds"
+
+
+def test_the_file_has_a_row_for_every_comparison_the_tiers_can_make():
+    compared = {}
+    for written in arc.rows():
+        args = written.measure.args
+        compared.setdefault(args["tier"], set()).add(
+            (args["availability"], args["policy"], args["reference"])
+        )
+    partial = [a for a in ex.AVAILABILITY if a != "always"]
+    assert compared["screen"] == {(a, "markov_optimal", "uniform") for a in ex.AVAILABILITY} | {
+        (a, "markov_available", "markov_optimal") for a in partial
+    }
+    assert compared["confirm"] == {
+        (a, p, "uniform") for a in ex.AVAILABILITY for p in ex.POLICIES if p != "uniform"
+    }
+
+
+def test_the_confirm_rows_enter_in_the_order_of_the_tier_and_only_those():
+    plan = (("bernoulli", "oort", "uniform"), ("always", "random", "uniform"))
+    keys = [written.key for written in arc._chosen(arc.rows(), plan)]
+    assert keys[-2:] == ["arena.confirm.bernoulli.oort", "arena.confirm.always.random"]
+    assert all(key.startswith("arena.screen.") for key in keys[:-2])
+    with pytest.raises(ValueError, match=r"no confirm row for the comparisons \[\('always', 'x'"):
+        arc._chosen(arc.rows(), (("always", "x", "uniform"),))
