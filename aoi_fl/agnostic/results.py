@@ -1,5 +1,5 @@
-"""Tables of the agnostic-FedAvg experiments (Figs 1-2): objective curves, converged losses,
-the gap between the rules, and the verdicts on the paper's claims.
+"""Tables of the agnostic-FedAvg experiments (Figs 1-2): converged losses, the gap between the
+rules, and the verdicts on the paper's claims.
 
 The verdict rules live here once: notebooks 09-10 print these tables and the claims ledger
 (:mod:`aoi_fl.agnostic.claims`) reads its rows from the same functions. Every comparison between
@@ -19,88 +19,162 @@ implies is not convex; Theorem 4's assumptions) states it as a
 ``criterion verdict`` and prints in ``verdict`` what the ledger's one out-of-regime rule makes of
 it (:func:`capped`, the rule a ledger row with those conditions applies), so both agree.
 
-Theorem 4's O(1/sqrt(T)) rate is read from the runs of :func:`experiments.rate_grid`: the
-optimality gap of the averaged iterate at each horizon T (:func:`rate_table`), its log-log slope
-per seed (:func:`rate_slopes`) and :func:`rate_verdict`.
+The tables rest on :mod:`~aoi_fl.agnostic.objectives` (a run's losses on the objectives and
+the linear regression's optima) and :mod:`~aoi_fl.agnostic.conditions` (Assumption 1); Theorem
+4's rate is in :mod:`~aoi_fl.agnostic.rate` and the processes' induced p in
+:mod:`~aoi_fl.agnostic.processes`. The names of all four are importable from here.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
 from aoi_fl.agnostic import algorithms as agnostic
-from aoi_fl.agnostic import samplers as participation
+from aoi_fl.agnostic.conditions import (
+    CONVEX,
+    CONVEX_MODELS,
+    NOT_CONVEX,
+    PAPER_MNIST_MODEL,
+    convexity,
+    task_conditions,
+)
 from aoi_fl.agnostic.experiments import (
     AGGREGATIONS,
     DEFAULT_PROTOCOL,
     FIG1_RULES,
     FIG2_RULES,
     LAST_EVALUATIONS,
-    M_AVAILABLE,
-    N_CLIENTS,
-    P_SEED_STREAM,
-    POLICIES,
-    RATE_TASK,
     TASKS,
-    TAU,
     describe,
-    induced_p,
     process_p,
-    rate_step,
-    schedule,
-    task_sizes,
     tau_label,
 )
+from aoi_fl.agnostic.objectives import (
+    Q_GAP_COLUMNS,
+    Curves,
+    Optima,
+    Optimum,
+    converged_summary,
+    converged_value,
+    figure1_curves,
+    gap_to_minimum,
+    largest_optimum_norm,
+    least_squares_optima,
+    linear_regression_bundle,
+    objective_curves,
+    optimality_gaps,
+    q_gaps,
+)
+from aoi_fl.agnostic.processes import (
+    EXACT_CASE,
+    EXACT_Z,
+    Participation,
+    aoi_policy_p_table,
+    aoi_policy_ps,
+    aoi_policy_table,
+    exact_p_check,
+    lemma1_check,
+    markov_cycle_p,
+    sec4_participation,
+    temperature_ps,
+    temperature_table,
+)
+from aoi_fl.agnostic.rate import (
+    RATE_TOLERANCE,
+    THEOREM4_ALGORITHM,
+    THEOREM4_RATE,
+    THEOREM4_STEP,
+    Rate,
+    rate_conditions,
+    rate_slopes,
+    rate_summary,
+    rate_table,
+    rate_text,
+    rate_verdict,
+    step_constant,
+    theorem4_rate,
+    tuned_step_constant,
+    tuning_summary,
+)
 from aoi_fl.core.validation import require_choice, require_int, require_real
-from aoi_fl.data import synthetic
 from aoi_fl.pipeline import paired
 from aoi_fl.pipeline.claims import (
     DIVERGENCE_FACTOR,
     Condition,
     capped,
-    diverged,
     horizon_mean,
-    log_log_slope,
     sign_verdict,
 )
+
+__all__ = [
+    "CONVEX",
+    "CONVEX_MODELS",
+    "EXACT_CASE",
+    "EXACT_Z",
+    "MEASURES",
+    "NOT_CONVEX",
+    "PAPER_MNIST_MODEL",
+    "Q_GAP_COLUMNS",
+    "RATE_TOLERANCE",
+    "THEOREM4_ALGORITHM",
+    "THEOREM4_RATE",
+    "THEOREM4_STEP",
+    "Curves",
+    "Optima",
+    "Optimum",
+    "Participation",
+    "Rate",
+    "aoi_policy_p_table",
+    "aoi_policy_ps",
+    "aoi_policy_table",
+    "contrast_conditions",
+    "contrast_verdict",
+    "converged_summary",
+    "converged_value",
+    "convexity",
+    "exact_p_check",
+    "fig1_claims_table",
+    "fig1_contrast_table",
+    "fig2_summary",
+    "figure1_curves",
+    "gap_to_minimum",
+    "gaps",
+    "largest_optimum_norm",
+    "least_squares_optima",
+    "lemma1_check",
+    "linear_regression_bundle",
+    "markov_cycle_p",
+    "objective_curves",
+    "optimality_gaps",
+    "outperform_verdict",
+    "q_gaps",
+    "rate_conditions",
+    "rate_slopes",
+    "rate_summary",
+    "rate_table",
+    "rate_text",
+    "rate_verdict",
+    "run_table",
+    "sec4_participation",
+    "step_constant",
+    "task_conditions",
+    "temperature_ps",
+    "temperature_table",
+    "theorem4_rate",
+    "trend_over_seeds",
+    "trend_table",
+    "trend_verdict",
+    "tuned_step_constant",
+    "tuning_summary",
+]
 
 #: the measures a weighted rule is compared with agnostic FedAvg on: (the gap column of
 #: :func:`gaps`, the agnostic run's value it is relative to)
 MEASURES = {"converged": ("gap_p", "agnostic_p"), "horizon": ("gap_horizon", "agnostic_horizon")}
-
-#: models whose loss is convex in the parameters (the analysis's Assumption 1)
-CONVEX_MODELS = ("logistic_regression", "linear_regression")
-#: how :func:`convexity` describes runs whose models are all convex, and runs that are not
-CONVEX, NOT_CONVEX = "convex (Assumption 1)", "not convex (outside Assumption 1)"
-#: the paper's MNIST model: Sec. 4 calls only the linear regression's loss "convex (and covered
-#: exactly by our analysis)", and its lead there "particularly" large, so its MNIST model is one
-#: the analysis does not cover (the paper does not name it)
-PAPER_MNIST_MODEL = NOT_CONVEX
-
-
-def convexity(models: Any) -> str:
-    """Assumption 1 (convex losses) for runs of the models named ``models``: :data:`CONVEX`
-    when every one is in :data:`CONVEX_MODELS`, else :data:`NOT_CONVEX`."""
-    names = set(models)
-    if not names:
-        raise ValueError("models must name at least one model, got none")
-    return CONVEX if names <= set(CONVEX_MODELS) else NOT_CONVEX
-
-
-def task_conditions(task: str, models: Any = None) -> tuple[Condition, ...]:
-    """The stated conditions of a claim about ``task``'s runs, from the models those runs train
-    (``models``: their names; None: the model :data:`experiments.TASKS` configures): on MNIST
-    the paper's model, which is not convex (:data:`PAPER_MNIST_MODEL`); none on the linear
-    regression, the paper's convex task."""
-    task = require_choice("task", task, TASKS)
-    if task != "mnist":
-        return ()
-    names = sorted(set([TASKS[task]["model"]["name"]] if models is None else models))
-    return (Condition(f"MNIST model ({', '.join(names)})", PAPER_MNIST_MODEL, convexity(names)),)
 
 
 def _conditions_by_task(table: pd.DataFrame) -> dict[str, tuple[Condition, ...]]:
@@ -111,57 +185,6 @@ def _conditions_by_task(table: pd.DataFrame) -> dict[str, tuple[Condition, ...]]
         for task in TASKS
         if (table["task"] == task).any()
     }
-
-
-#: Lemma 1's check (eq. 2): the estimator of p that every run uses, against exact enumeration on
-#: a case small enough to enumerate (8 clients, 3 drawn without replacement from the strongly
-#: skewed prior exp(-i/2))
-EXACT_CASE = {"n": 8, "m": 3, "tau": 2.0}
-#: an estimate agrees with the exact p when every client is within this many standard errors
-#: (8 clients at 4 se: a false alarm in fewer than 1 in 1,000 checks)
-EXACT_Z = 4.0
-
-
-def exact_p_check(estimate: Any, weights: Any, m: int, draws: int, z: float = EXACT_Z):
-    """(largest |estimate_i - p_i| in standard errors, verdict) of an estimate of eq. 2's p for
-    M = ``m`` of N drawn without replacement from the prior ``weights``, made from ``draws``
-    draws, against p enumerated exactly (:func:`algorithms.exact_prior_weights`).
-
-    With |S| = m every draw, estimate_i = hits_i / (m draws) has the standard error
-    sqrt(P(i in S) (1 - P(i in S)) / draws) / m. "held" when every client is within ``z`` of
-    them and the exact p sums to one (Lemma 1), else "not held".
-    """
-    inclusion, exact = agnostic.exact_prior_weights(weights, m)
-    se = np.sqrt(inclusion * (1 - inclusion) / draws) / m
-    worst = float(np.max(np.abs(np.asarray(estimate, dtype=float) - exact) / se))
-    ok = worst <= z and abs(exact.sum() - 1) < 1e-12
-    return worst, "held" if ok else "not held"
-
-
-def lemma1_check(draws: int) -> tuple[float, str]:
-    """:func:`exact_p_check` on :data:`EXACT_CASE` of the estimate every run's p is made with
-    (:func:`algorithms.induced_weights` of the prior sampler, an independent stream)."""
-    from aoi_fl.agnostic.samplers import PriorSampler, exponential_prior
-
-    n, m, tau = EXACT_CASE["n"], EXACT_CASE["m"], EXACT_CASE["tau"]
-    prior = exponential_prior(n, tau)
-    estimate = agnostic.induced_weights(PriorSampler(prior, m, seed=P_SEED_STREAM), draws)
-    return exact_p_check(estimate, prior, m, draws)
-
-
-def objective_curves(result: Any, p: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(evaluation rounds, sum_i p_i f_i, (1/N) sum_i f_i) of a run's global models."""
-    losses = np.asarray(result.history["client_losses"], dtype=float)
-    return (
-        np.asarray(result.history["eval_round"]),
-        agnostic.objective(losses, p),
-        agnostic.objective(losses),
-    )
-
-
-def converged_value(curve: np.ndarray, last: int = LAST_EVALUATIONS) -> float:
-    """The converged value of a loss curve: the mean of its last ``last`` evaluations."""
-    return float(np.mean(curve[-last:]))
 
 
 def trend_over_seeds(
@@ -488,393 +511,6 @@ def fig1_contrast_table(table: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.Data
     return pd.DataFrame(rows).set_index("rule")
 
 
-# ---------------------------------------------------------------------------------------------
-# Notebook 09: the participation process of Sec. 4 and the closed-form view of Fig. 1
-
-
-class Participation(NamedTuple):
-    """Sec. 4's participation process at tau = 10: the prior exp(-i/tau) (normalised), the
-    inclusion probabilities P(i in S) and the induced weights p_i = E[1(i in S)/|S|] (eq. 2)."""
-
-    prior: np.ndarray
-    inclusion: np.ndarray
-    p: np.ndarray
-
-
-def sec4_participation(profile: str) -> Participation:
-    """:class:`Participation` of M = 10 of N = 100 drawn from exp(-i/10), estimated from
-    ``schedule(profile)["p_draws"]`` draws of the independent stream every run's p comes from."""
-    sampler = participation.prior_sampler(N_CLIENTS, m=M_AVAILABLE, tau=TAU, seed=P_SEED_STREAM)
-    inclusion, p = agnostic.inclusion_and_induced(sampler, schedule(profile)["p_draws"])
-    return Participation(participation.exponential_prior(N_CLIENTS, TAU), inclusion, p)
-
-
-#: one optimum of :func:`algorithms.least_squares_optimum`: (theta* = (w, b), the minimum)
-Optimum = tuple[np.ndarray, float]
-#: seed -> (optimum of problem (3), optimum of the uniform objective): :func:`least_squares_optima`
-Optima = dict[int, tuple[Optimum, Optimum]]
-
-
-def linear_regression_bundle(seed: int) -> Any:
-    """The linear-regression task's data for ``seed`` (:data:`experiments.TASKS`)."""
-    spec = {k: v for k, v in TASKS["linear_regression"]["dataset"].items() if k != "name"}
-    return synthetic.linear_regression(**spec, seed=seed)
-
-
-def least_squares_optima(profile: str, cache_dir: str | None = None) -> Optima:
-    """seed -> (optimum of problem (3), sum_i p_i f_i with the seed's p at tau = 10, optimum of
-    the uniform objective (1/N) sum_i f_i) of the linear regression, in closed form: Fig. 1's
-    optimality gaps and the check that Algorithm 1's ball C holds every optimum."""
-    optima = {}
-    for seed in range(schedule(profile)["seeds"]):
-        bundle = linear_regression_bundle(seed)
-        p = induced_p("exp_prior", seed, profile, TAU, cache_dir=cache_dir)
-        optima[seed] = (
-            agnostic.least_squares_optimum(bundle, p),
-            agnostic.least_squares_optimum(bundle),
-        )
-    return optima
-
-
-def largest_optimum_norm(optima: Optima) -> float:
-    """The largest ||theta*|| over the seeds and both objectives of :func:`least_squares_optima`
-    (Algorithm 1's ball C must hold it)."""
-    return max(np.linalg.norm(theta) for pair in optima.values() for theta, _ in pair)
-
-
-class Curves(NamedTuple):
-    """Fig. 1's loss curves of one (task, protocol, rule): the evaluation rounds and, one row
-    per seed (``seeds``), sum_i p_i f_i (problem (3)) and (1/N) sum_i f_i (uniform)."""
-
-    rounds: np.ndarray
-    problem3: np.ndarray
-    uniform: np.ndarray
-    seeds: list[int]
-
-
-def figure1_curves(
-    configs: Any, results: Any, profile: str, data_root: str = "data", cache_dir: str | None = None
-) -> dict[tuple[str, str, str], Curves]:
-    """(task, protocol, rule) -> :class:`Curves` of :func:`experiments.figure1_grid`'s runs, each
-    run's objectives taken with the p of its process (:func:`objective_curves`)."""
-    parts: dict[tuple[str, str, str], tuple[np.ndarray, list, list, list]] = {}
-    for cfg, res in zip(configs, results, strict=True):
-        d = describe(cfg)
-        rounds, obj_p, obj_u = objective_curves(res, process_p(cfg, profile, data_root, cache_dir))
-        entry = parts.setdefault((d["task"], d["protocol"], d["aggregation"]), (rounds, [], [], []))
-        entry[1].append(obj_p)
-        entry[2].append(obj_u)
-        entry[3].append(d["seed"])
-    return {
-        key: Curves(rounds, np.array(obj_p), np.array(obj_u), seeds)
-        for key, (rounds, obj_p, obj_u, seeds) in parts.items()
-    }
-
-
-def optimality_gaps(curves: Curves, optima: Optima) -> np.ndarray:
-    """sum_i p_i f_i - min (problem (3)) along a linear-regression run, one row per seed: the
-    quantity Theorem 4's O(1/sqrt(T)) bound is about for Algorithm 1's averaged iterate."""
-    return np.array(
-        [y - optima[s][0][1] for y, s in zip(curves.problem3, curves.seeds, strict=True)]
-    )
-
-
-def gap_to_minimum(table: pd.DataFrame, optima: Optima) -> pd.Series:
-    """Per run of :func:`run_table`: its converged loss on problem (3) minus its seed's minimum
-    (the linear regression; NaN for MNIST, which has no closed form)."""
-    lr = table["task"] == "linear_regression"
-    minimum = table.loc[lr, "seed"].map(lambda s: optima[s][0][1])
-    return (table.loc[lr, "loss_p"] - minimum).reindex(table.index)
-
-
-def converged_summary(table: pd.DataFrame, optima: Optima) -> pd.DataFrame:
-    """Per (task, protocol, rule) of :func:`run_table`: mean and sd over seeds of the converged
-    loss on problem (3) and on the uniform objective, the mean :func:`gap_to_minimum`, and the
-    round by which each seed's run diverged ("-": never)."""
-    return (
-        table.assign(gap_min_p=gap_to_minimum(table, optima))
-        .groupby(["task", "protocol", "aggregation"], sort=False)
-        .agg(
-            **{
-                "problem (3) mean": ("loss_p", "mean"),
-                "problem (3) sd": ("loss_p", "std"),
-                "uniform mean": ("loss_uniform", "mean"),
-                "uniform sd": ("loss_uniform", "std"),
-                "gap to min of (3)": ("gap_min_p", "mean"),
-                "diverged at round": (
-                    "diverged_at",
-                    lambda v: ", ".join("-" if pd.isna(x) else str(int(x)) for x in v),
-                ),
-            }
-        )
-    )
-
-
-#: the three problems a linear-regression run's converged model is measured against
-Q_GAP_COLUMNS = (
-    "gap on problem (3), weights p",
-    "gap on weights q = p^2 / sum p^2",
-    "gap on the uniform objective",
-)
-
-
-def q_gaps(
-    configs: Any,
-    results: Any,
-    profile: str,
-    optima: Optima,
-    data_root: str = "data",
-    cache_dir: str | None = None,
-) -> pd.DataFrame:
-    """What eq. 10 on the updates solves instead: per linear-regression run (eq. 10 as printed
-    left out, it diverges), the converged gap to the minimum of problem (3) (weights p), of
-    sum_i q_i f_i with q_i = p_i^2 / sum_j p_j^2 (the fixed point of eq. 10's weights on the
-    updates in expectation over S), and of the uniform objective (:data:`Q_GAP_COLUMNS`)."""
-    rows, bundles = [], {}
-    for cfg, res in zip(configs, results, strict=True):
-        d = describe(cfg)
-        if d["task"] != "linear_regression" or d["aggregation"] == "weighted":
-            continue
-        p = process_p(cfg, profile, data_root, cache_dir)
-        q = p**2 / (p**2).sum()
-        losses = np.asarray(res.history["client_losses"])
-        if d["seed"] not in bundles:
-            bundles[d["seed"]] = linear_regression_bundle(d["seed"])
-        (_, min_p), (_, min_u) = optima[d["seed"]]
-        values = (
-            converged_value(agnostic.objective(losses, p)) - min_p,
-            converged_value(agnostic.objective(losses, q))
-            - agnostic.least_squares_optimum(bundles[d["seed"]], q)[1],
-            converged_value(agnostic.objective(losses)) - min_u,
-        )
-        rows.append(
-            {
-                "protocol": d["protocol"],
-                "rule": d["aggregation"],
-                **dict(zip(Q_GAP_COLUMNS, values, strict=True)),
-            }
-        )
-    return pd.DataFrame(rows, columns=["protocol", "rule", *Q_GAP_COLUMNS])
-
-
-# ---------------------------------------------------------------------------------------------
-# Notebook 09: Theorem 4's O(1/sqrt(T)) rate
-
-#: Theorem 4: E[f((1/T) sum_t theta_hat^{tH})] - f(theta*) = O(T^(-1/2)), an upper bound: the
-#: gap falls at least as fast as T^(-1/2); a faster fall (our least squares are strongly convex)
-#: is consistent with it, a slower one is not
-THEOREM4_RATE = -0.5
-#: how far above -1/2 a fitted slope may lie and still count as the rate, fixed before the grid
-#: ran: the bound holds up to constants, and lower-order terms bend a log-log fit over a finite
-#: grid; 0.1 over the cpu grid's 64x span of T is a factor 64^0.1 = 1.5 in the gap
-RATE_TOLERANCE = 0.1
-#: the step size Theorem 4 prescribes, and the iterate it bounds, as :func:`rate_conditions`
-#: states them
-THEOREM4_STEP = "eta = c / sqrt(TH), one c for every T"
-THEOREM4_ALGORITHM = "Algorithm 1: theta_0 = 0, iterates projected onto C, averaged iterate"
-
-
-def step_constant(config_: dict[str, Any]) -> float:
-    """c = eta sqrt(TH) of a run (:func:`experiments.rate_step` inverted) to 10 significant
-    digits, the last bits of the division being no property of the run; NaN for a step that is
-    not constant over the run."""
-    t = config_["training"]
-    if t["lr"]["name"] != "constant":
-        return float("nan")
-    return float(f"{t['lr']['lr'] * np.sqrt(t['rounds'] * t['local_steps']):.10g}")
-
-
-def rate_conditions(configs: Any) -> tuple[Condition, ...]:
-    """Theorem 4's conditions against the runs of :func:`experiments.rate_grid` (their
-    configurations, at least one): convex losses (Assumption 1), Algorithm 1 as analysed
-    (:data:`THEOREM4_ALGORITHM`) and the step size :data:`THEOREM4_STEP`."""
-    configs = list(configs)
-    if not configs:
-        raise ValueError("configs must hold at least one run of the rate grid, got none")
-    analysed = all(
-        describe(c)["protocol"] == "algorithm1" and c["model"].get("init") == "zeros"
-        for c in configs
-    )
-    constants = {step_constant(c) for c in configs}
-    one = len(constants) == 1 and np.isfinite(list(constants)).all()
-    return (
-        Condition("loss", CONVEX, convexity(c["model"]["name"] for c in configs)),
-        Condition(
-            "algorithm",
-            THEOREM4_ALGORITHM,
-            THEOREM4_ALGORITHM if analysed else "not Algorithm 1 as analysed",
-        ),
-        Condition(
-            "step size",
-            THEOREM4_STEP,
-            THEOREM4_STEP if one else f"eta sqrt(TH) takes {len(constants)} values",
-        ),
-    )
-
-
-def rate_table(
-    configs: Any,
-    results: Any,
-    profile: str,
-    optima: Optima | None = None,
-    cache_dir: str | None = None,
-) -> pd.DataFrame:
-    """One row per run of :func:`experiments.rate_grid` or :func:`experiments.rate_tuning_grid`:
-    its ``seed``, horizon ``T``, step constant ``c`` (:func:`step_constant`), the problem-(3)
-    loss of the averaged iterate at T (``loss_p``, with the p of its process), ``gap``: that
-    loss minus the minimum of (3) in closed form (``optima``, :func:`least_squares_optima`; NaN
-    without), and whether the run ``diverged`` (:func:`aoi_fl.pipeline.claims.diverged`)."""
-    rows = []
-    for cfg, res in zip(configs, results, strict=True):
-        seed = describe(cfg)["seed"]
-        _, obj_p, _ = objective_curves(res, process_p(cfg, profile, cache_dir=cache_dir))
-        loss = float(obj_p[-1])
-        rows.append(
-            {
-                "seed": seed,
-                "T": cfg["training"]["rounds"],
-                "c": step_constant(cfg),
-                "loss_p": loss,
-                "gap": loss - optima[seed][0][1] if optima is not None else float("nan"),
-                "diverged": diverged(obj_p),
-            }
-        )
-    return pd.DataFrame(rows, columns=["seed", "T", "c", "loss_p", "gap", "diverged"])
-
-
-def tuning_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per step constant c of the tuning runs' :func:`rate_table`: the mean problem-(3) loss of
-    the averaged iterate over the tuning seeds (at one horizon and on fixed seeds, its ranking is
-    the optimality gap's), how many runs diverged, and which c is ``chosen``
-    (:func:`tuned_step_constant`)."""
-    summary = table.groupby("c").agg(
-        **{"mean loss on (3)": ("loss_p", "mean"), "seeds": ("seed", "nunique")},
-        diverged=("diverged", "sum"),
-    )
-    usable = summary.loc[summary["diverged"] == 0, "mean loss on (3)"]
-    summary["chosen"] = summary.index == (usable.idxmin() if len(usable) else None)
-    return summary
-
-
-def tuned_step_constant(table: pd.DataFrame) -> float:
-    """Theorem 4's step constant c, fixed by the tuning runs before the rate grid runs: the c of
-    :func:`tuning_summary` with the lowest mean loss among those none of whose runs diverged;
-    NaN when every c has a diverged run."""
-    chosen = tuning_summary(table).query("chosen").index
-    return float(chosen[0]) if len(chosen) else float("nan")
-
-
-def rate_slopes(table: pd.DataFrame) -> pd.Series:
-    """Per seed of the rate grid's :func:`rate_table`: :func:`log_log_slope` of its gaps."""
-    return table.groupby("seed").apply(
-        lambda r: log_log_slope(r["T"], r["gap"]), include_groups=False
-    )
-
-
-def rate_verdict(
-    slopes: Any,
-    rate: float = THEOREM4_RATE,
-    tolerance: float = RATE_TOLERANCE,
-    level: float = 0.95,
-    diverged_run: bool = False,
-) -> tuple[str, paired.PairedInterval | None]:
-    """(verdict, interval) on "the gap falls at least as fast as T^rate" (Theorem 4: rate -1/2,
-    an upper bound) from per-seed log-log slopes (:func:`rate_slopes`): their t interval over
-    the seeds against the bound ``rate + tolerance`` (:func:`aoi_fl.pipeline.claims.sign_verdict`):
-    "held" when it lies below the bound (at least as fast, within the tolerance), "not held" when
-    it lies above it (measurably slower), else "inconclusive at this budget". "inconclusive"
-    (no interval) with fewer than 2 seeds, a slope that is not finite, or a diverged run."""
-    tolerance = require_real("tolerance", tolerance, minimum=0.0)
-    s = np.asarray(slopes, dtype=float)
-    if diverged_run or s.size < 2 or not np.isfinite(s).all():
-        return "inconclusive", None
-    interval = paired.paired_interval(s, level)
-    bound = rate + tolerance
-    return sign_verdict(interval.low - bound, interval.high - bound, "negative"), interval
-
-
-class Rate(NamedTuple):
-    """Theorem 4's check on the rate grid: the per-seed ``slopes``, their t ``interval`` (None
-    without one), the ``criterion`` verdict (:func:`rate_verdict`), the ``verdict`` under the
-    theorem's ``conditions`` (:func:`rate_conditions`, :func:`capped`)."""
-
-    slopes: pd.Series
-    interval: paired.PairedInterval | None
-    criterion: str
-    verdict: str
-    conditions: tuple[Condition, ...]
-
-
-def theorem4_rate(configs: Any, table: pd.DataFrame) -> Rate:
-    """:class:`Rate` of the rate grid's ``configs`` and their :func:`rate_table`."""
-    slopes = rate_slopes(table)
-    criterion, interval = rate_verdict(slopes, diverged_run=bool(table["diverged"].any()))
-    conditions = rate_conditions(configs)
-    return Rate(slopes, interval, criterion, capped(criterion, conditions), conditions)
-
-
-def rate_text(rate: Rate) -> str:
-    """:class:`Rate` in words: the per-seed slopes' mean and t interval against the bound
-    -1/2 + :data:`RATE_TOLERANCE` (the ledger row's spread, the line notebook 09 prints)."""
-    bound = THEOREM4_RATE + RATE_TOLERANCE
-    n = len(rate.slopes)
-    if rate.interval is None:
-        return (
-            f"log-log slope of the gap on T over {n} seed(s): no interval (fewer than 2 seeds, "
-            "a gap that is not positive, or a diverged run)"
-        )
-    i = rate.interval
-    return (
-        f"log-log slope of the gap on T, mean {i.mean:+.3f}, 95% t interval [{i.low:+.3f}, "
-        f"{i.high:+.3f}] over {n} seeds, against -1/2 + {RATE_TOLERANCE:g} = {bound:+.2f}"
-    )
-
-
-def rate_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per horizon T of the rate grid's :func:`rate_table`: the step eta = c / sqrt(TH) (from
-    the constant and H of the runs, :func:`experiments.rate_step`), the mean, smallest and
-    largest optimality gap over the seeds."""
-    local_steps = TASKS[RATE_TASK]["training"]["local_steps"]
-    summary = table.groupby("T").agg(
-        c=("c", "first"), gap=("gap", "mean"), low=("gap", "min"), high=("gap", "max")
-    )
-    eta = [rate_step(c, int(t), local_steps) for t, c in summary["c"].items()]
-    return summary.assign(eta=eta)[["eta", "gap", "low", "high"]]
-
-
-# ---------------------------------------------------------------------------------------------
-# Notebook 10: the skew over the temperature grid (Fig. 2) and the AoI policies as processes
-
-
-def temperature_ps(profile: str, cache_dir: str | None = None) -> dict[float, list[np.ndarray]]:
-    """tau -> every seed's induced p (eq. 2) of the prior exp(-i/tau), over Fig. 2's
-    temperature grid (:func:`experiments.schedule`)."""
-    sched = schedule(profile)
-    return {
-        tau: [
-            induced_p("exp_prior", s, profile, tau, cache_dir=cache_dir)
-            for s in range(sched["seeds"])
-        ]
-        for tau in sched["taus"]
-    }
-
-
-def temperature_table(ps: dict[float, list[np.ndarray]]) -> pd.DataFrame:
-    """Per temperature of :func:`temperature_ps`, means over seeds: the skew ||p - 1/N||_1,
-    N sum p^2 (the mean total weight of eq. 10's weights (N/|S|) p_i per round) and the
-    effective number of clients 1/sum p^2."""
-    rows = [
-        {
-            "tau": tau_label(tau),
-            "skew ||p - 1/N||_1": np.mean([agnostic.l1_skew(p) for p in seeds]),
-            "N sum p^2": np.mean([N_CLIENTS * (p**2).sum() for p in seeds]),
-            "effective clients 1/sum p^2": np.mean([1 / (p**2).sum() for p in seeds]),
-        }
-        for tau, seeds in ps.items()
-    ]
-    return pd.DataFrame(rows).set_index("tau")
-
-
 def fig2_summary(points: pd.DataFrame) -> pd.DataFrame:
     """Fig. 2 per (task, rule, tau) from :func:`gaps`' points: the mean skew, the mean and sd
     over seeds of the gap on problem (3), the mean gap on the uniform objective and agnostic
@@ -889,67 +525,3 @@ def fig2_summary(points: pd.DataFrame) -> pd.DataFrame:
     labels = [tau_label(t) for t in summary.index.levels[2]]
     summary.index = summary.index.set_levels(labels, level=2)
     return summary
-
-
-def aoi_policy_ps(
-    profile: str, data_root: str = "data", cache_dir: str | None = None
-) -> dict[tuple[str, int, str], np.ndarray]:
-    """(task, seed, policy) -> the induced p (eq. 2) of the AoI paper's policy (m = 15,
-    m' = 10) under the data sizes of the task's partition for the seed."""
-    ps = {}
-    for task in TASKS:
-        for seed in range(schedule(profile)["aoi_seeds"]):
-            sizes = task_sizes(task, seed, data_root)
-            for policy in POLICIES:
-                ps[(task, seed, policy)] = induced_p(
-                    policy, seed, profile, sizes=sizes, cache_dir=cache_dir
-                )
-    return ps
-
-
-def aoi_policy_p_table(ps: dict[tuple[str, int, str], np.ndarray]) -> pd.DataFrame:
-    """Per (task, policy) of :func:`aoi_policy_ps`, means over seeds: the skew ||p - 1/N||_1
-    and N sum p^2."""
-    rows = [
-        {
-            "task": task,
-            "policy": policy,
-            "seed": seed,
-            "skew": agnostic.l1_skew(p),
-            "N sum p^2": N_CLIENTS * (p**2).sum(),
-        }
-        for (task, seed, policy), p in ps.items()
-    ]
-    return pd.DataFrame(rows).groupby(["task", "policy"], sort=False)[["skew", "N sum p^2"]].mean()
-
-
-def markov_cycle_p(profile: str) -> np.ndarray:
-    """The induced p of the optimal Markov policy with m = m' = 10 of N = 100: n/m = 10 is an
-    integer, so the chain is a deterministic cycle whose phase groups keep the unequal sizes of
-    the initial draw (one realisation's p is not uniform)."""
-    from aoi_fl.pipeline.runs import SAMPLERS
-
-    sampler = SAMPLERS["markov_optimal"](N_CLIENTS, None, m=10, m_prime=10, seed=P_SEED_STREAM)
-    return agnostic.induced_weights(sampler, schedule(profile)["p_draws"])
-
-
-def aoi_policy_table(
-    configs: Any, results: Any, ps: dict[tuple[str, int, str], np.ndarray]
-) -> pd.DataFrame:
-    """Per (task, policy, rule) of :func:`experiments.aoi_policy_grid`'s runs: mean and sd over
-    seeds of the converged loss on problem (3), with the policy's p of :func:`aoi_policy_ps`,
-    and on the uniform objective."""
-    rows = []
-    for cfg, res in zip(configs, results, strict=True):
-        d = describe(cfg)
-        _, obj_p, obj_u = objective_curves(res, ps[(d["task"], d["seed"], d["process"])])
-        rows.append(
-            {
-                "task": d["task"],
-                "policy": d["process"],
-                "rule": d["aggregation"],
-                "problem (3)": converged_value(obj_p),
-                "uniform": converged_value(obj_u),
-            }
-        )
-    return pd.DataFrame(rows).groupby(["task", "policy", "rule"], sort=False).agg(["mean", "std"])

@@ -28,6 +28,7 @@ import functools
 import io
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,60 +135,16 @@ def explore(
     seed = require_int("seed", seed, minimum=0)
     sim_rounds = require_int("sim_rounds", sim_rounds, minimum=1)
     d = client_sizes(n, sizes, zipf_a, seed)
-    # make_sampler validates every remaining input (sizes per client, p, family) as the library
-    # does for a training run; the four samplers are cheap to build, only the chosen one runs.
-    built = {
-        name: samplers.make_sampler(
-            name,
-            n=n,
-            m=m,
-            sizes=d,
-            m_prime=m_prime,
-            seed=seed,
-            p=p if name == "markov_nonoptimal" else None,
-            family=family,
-        )
-        for name in POLICIES
-    }
-    chosen = built[policy]
-
-    # the simulated trace: interval histogram, empirical Sigma, and FedSUM's delays tau_t
-    stats, tracker = SelectionStats(n), DelayTracker(n)
-    trace = [chosen.sample() for _ in range(sim_rounds)]
-    stats.update_rounds(trace)
-    for selection in trace:
-        tracker.update(selection.ids)
+    built = _samplers(n, m, m_prime, d, seed, p, family)
+    stats, tracker = _simulate(built[policy], n, sim_rounds)
     hist = stats.interval_histogram()
-
-    if policy.startswith("markov"):
-        chain = chosen.p
-        stationary = markov.stationary_distribution(chain)
-        mean, var = markov.interval_mean(chain), markov.interval_variance(chain)
-        pmf_of = functools.partial(markov.interval_pmf, chain)
-    else:
-        chain = stationary = None
-        rates = (
-            memoryless.random_rates(n, m)
-            if policy == "random"
-            else memoryless.probabilistic_rates(d, m)
-        )
-        mean, var = memoryless.pooled_interval_moments(rates)
-        pmf_of = functools.partial(memoryless.pooled_interval_pmf, rates)
+    chain, stationary, mean, var, pmf_of = _interval_theory(policy, built[policy], n, m, d)
     # x from 1 to past the longest simulated interval and 4 E[X] (most of the theoretical mass)
     x_max = max(hist.size - 1, math.ceil(4.0 * mean), m_prime + 1)
     pmf_sim = np.zeros(x_max)
     if stats.interval_count:
         pmf_sim[: hist.size - 1] = hist[1:] / stats.interval_count
-
-    sigmas = {
-        "random": _sigma_policy1(d, m),
-        "probabilistic": sigma.sigma_probabilistic(d, m),
-        # Theorem 5 depends on the chain only through p_avg = pi_0
-        "markov_optimal": sigma.sigma_markov(n, markov.selection_rate(built["markov_optimal"].p)),
-        "markov_nonoptimal": sigma.sigma_markov(
-            n, markov.selection_rate(built["markov_nonoptimal"].p)
-        ),
-    }
+    sigmas = _sigmas(built, n, m, d)
     observed = stats.interval_count > 0
     return Exploration(
         n=n,
@@ -214,6 +171,70 @@ def explore(
         tau_avg=float(tracker.tau_avg),
         seconds=time.perf_counter() - start,
     )
+
+
+def _samplers(
+    n: int, m: int, m_prime: int, sizes: np.ndarray, seed: int, p: Any, family: str
+) -> dict[str, Any]:
+    """The four policies' samplers, by name (only Policy 4 takes ``p``)."""
+    # make_sampler validates every remaining input (sizes per client, p, family) as the library
+    # does for a training run; the four samplers are cheap to build, only the chosen one runs.
+    return {
+        name: samplers.make_sampler(
+            name,
+            n=n,
+            m=m,
+            sizes=sizes,
+            m_prime=m_prime,
+            seed=seed,
+            p=p if name == "markov_nonoptimal" else None,
+            family=family,
+        )
+        for name in POLICIES
+    }
+
+
+def _simulate(sampler: Any, n: int, rounds: int) -> tuple[SelectionStats, DelayTracker]:
+    """``rounds`` rounds of ``sampler``: the interval histogram and empirical Sigma, and
+    FedSUM's delays tau_t of the trace."""
+    stats, tracker = SelectionStats(n), DelayTracker(n)
+    trace = [sampler.sample() for _ in range(rounds)]
+    stats.update_rounds(trace)
+    for selection in trace:
+        tracker.update(selection.ids)
+    return stats, tracker
+
+
+def _interval_theory(
+    policy: str, sampler: Any, n: int, m: int, sizes: np.ndarray
+) -> tuple[np.ndarray | None, np.ndarray | None, float, float, Callable[[int], np.ndarray]]:
+    """(chain p, its stationary law, E[X], Var[X], x_max -> P(X = 1..x_max)) of ``policy``;
+    no chain or law for the memoryless Policies 1-2."""
+    if policy.startswith("markov"):
+        chain = sampler.p
+        stationary = markov.stationary_distribution(chain)
+        mean, var = markov.interval_mean(chain), markov.interval_variance(chain)
+        return chain, stationary, mean, var, functools.partial(markov.interval_pmf, chain)
+    rates = (
+        memoryless.random_rates(n, m)
+        if policy == "random"
+        else memoryless.probabilistic_rates(sizes, m)
+    )
+    mean, var = memoryless.pooled_interval_moments(rates)
+    return None, None, mean, var, functools.partial(memoryless.pooled_interval_pmf, rates)
+
+
+def _sigmas(built: dict[str, Any], n: int, m: int, sizes: np.ndarray) -> dict[str, float]:
+    """Sigma of each of the four policies (eq. 14) from their samplers ``built``."""
+    return {
+        "random": _sigma_policy1(sizes, m),
+        "probabilistic": sigma.sigma_probabilistic(sizes, m),
+        # Theorem 5 depends on the chain only through p_avg = pi_0
+        "markov_optimal": sigma.sigma_markov(n, markov.selection_rate(built["markov_optimal"].p)),
+        "markov_nonoptimal": sigma.sigma_markov(
+            n, markov.selection_rate(built["markov_nonoptimal"].p)
+        ),
+    }
 
 
 def summary(ex: Exploration, *, timing: bool = False) -> str:
