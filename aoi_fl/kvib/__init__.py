@@ -11,5 +11,5 @@ Theory: sampling procedures, the unbiased estimator, its variance and the optima
 #: whose import registers its samplers, algorithms and styles, and the module of its ledger rows
 KEY = "kvib"
 TITLE = "K-Vib sampler"
-REGISTERS = ("samplers", "experiments")
+REGISTERS = ("samplers", "estimators", "experiments")
 CLAIMS = "claims"

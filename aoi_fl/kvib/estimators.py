@@ -27,7 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from aoi_fl.core.registry import register_recorder
 from aoi_fl.core.selection import PROCEDURES, Selection
+from aoi_fl.core.train import RoundRecorder
 from aoi_fl.core.validation import (
     require_choice,
     require_int,
@@ -263,8 +265,7 @@ def enumerate_outcomes(procedure: str, p: Any) -> list[tuple[np.ndarray, float]]
     return outcomes
 
 
-#: per-round records of the trainer's ``full_information`` mode
-#: (:data:`aoi_fl.kvib.experiments.KVIB_RECORDER`)
+#: per-round records of the trainer's ``full_information`` mode (:data:`KVIB_RECORDER`)
 FULL_INFORMATION_KEYS = (
     "sample_size",
     "cost",
@@ -311,3 +312,9 @@ def round_record(selection: Selection, g: Any, lam: Any) -> dict[str, float]:
         "squared_error": float(error @ error),
         "expected_squared_error": _expected_squared_error(selection.procedure, sq, total, p),
     }
+
+
+#: what the trainer records each round of its ``full_information`` mode: K-Vib's metrics,
+#: registered with the method (training in that mode needs no module of the evidence)
+KVIB_RECORDER = RoundRecorder(FULL_INFORMATION_KEYS, round_record)
+register_recorder("full_information", KVIB_RECORDER)

@@ -40,11 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from aoi_fl.core.registry import register_family, register_recorder
+from aoi_fl.core.registry import register_family
 from aoi_fl.core.seeding import generator
-from aoi_fl.core.train import RoundRecorder
 from aoi_fl.core.validation import require_choice, require_int
-from aoi_fl.kvib.estimators import FULL_INFORMATION_KEYS, round_record
 from aoi_fl.kvib.samplers import UNBIASED_SAMPLERS
 from aoi_fl.pipeline.profiles import PROFILES
 
@@ -59,9 +57,6 @@ FIG2_SAMPLERS = (
     "optimal",
 )
 register_family("K-Vib samplers", FIG2_SAMPLERS)
-#: what the trainer records each round of these experiments (its ``full_information`` mode)
-KVIB_RECORDER = RoundRecorder(FULL_INFORMATION_KEYS, round_record)
-register_recorder("full_information", KVIB_RECORDER)
 #: the samplers of the K grid (Fig. 3b: K-Vib; Figs 6-7: the baselines)
 GRID_SAMPLERS = ("uniform_unbiased", "uniform_normalised", "mabs", "vrb", "kvib")
 #: the seed of the one synthetic dataset every run shares (the paper uses one data folder)
