@@ -148,7 +148,7 @@ def grid_seconds(
         seconds, results = timed_value(
             lambda: runs.run_grid(
                 configs,
-                cache_dir=cache,
+                results_dir=cache,
                 batch=batch,
                 device=device,
                 data_root=data,

@@ -198,8 +198,8 @@ ORDER: list[Entry] = [
 ]
 
 
-def plan(cache_dir: str) -> list[dict[str, Any]]:
-    """What :data:`ORDER` still holds in ``cache_dir``: per panel the runs, the missing ones,
+def plan(results_dir: str) -> list[dict[str, Any]]:
+    """What :data:`ORDER` still holds in ``results_dir``: per panel the runs, the missing ones,
     their rounds and the expected GPU time at :data:`ROUND_SECONDS` (one run at a time; batches
     should do better, unmeasured). Reads the cache only."""
     from aoi_fl.pipeline.cache import ResultStore
@@ -208,7 +208,7 @@ def plan(cache_dir: str) -> list[dict[str, Any]]:
     rows = []
     for entry in ORDER:
         configs = [resolve_config(c) for c in entry.configs()]
-        store = ResultStore(Path(cache_dir) / entry.folder if entry.folder else cache_dir)
+        store = ResultStore(Path(results_dir) / entry.folder if entry.folder else results_dir)
         missing = [c for c in configs if not store.result_file(store.folder(c), c).exists()]
         rounds = sum(c["training"]["rounds"] for c in missing)
         seconds = rounds * ROUND_SECONDS[entry.timing]
@@ -285,7 +285,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=30.0,
         help="seconds before the end at which training stops (default 30)",
     )
-    parser.add_argument("--cache-dir", default="results", help="the result cache (default results)")
+    parser.add_argument(
+        "--results-dir",
+        "--cache-dir",
+        default="results",
+        help="the results folder (default results)",
+    )
     parser.add_argument("--data", default="data", help="the datasets' folder (default data)")
     parser.add_argument("--summary", default="build/gpu-session.json")
     parser.add_argument("--tests-cap", type=_seconds, default=None, help="default: min(120, 20%%)")
@@ -474,8 +479,8 @@ def train_entry(
 
     start = time.time()
     configs = entry.configs()
-    cache = str(Path(args.cache_dir) / entry.folder) if entry.folder else args.cache_dir
-    missing = cached_results(configs, cache_dir=cache)[1]
+    cache = str(Path(args.results_dir) / entry.folder) if entry.folder else args.results_dir
+    missing = cached_results(configs, results_dir=cache)[1]
     report: dict[str, Any] = {"name": entry.name, "what": entry.what, "cache": cache}
     report.update(runs=len(configs), cached_before=len(configs) - missing, trained=0)
     print(f"\n== {entry.name}: {entry.what}\n   {len(configs)} runs, {missing} missing", flush=True)
@@ -514,7 +519,7 @@ def train_entry(
         try:
             run_grid(
                 [configs[i] for i in members],
-                cache_dir=cache,
+                results_dir=cache,
                 data_root=args.data,
                 device=DEVICE,
                 batch=batch,
@@ -544,20 +549,20 @@ def fedsum_summaries(args: argparse.Namespace, end: float) -> str:
     from aoi_fl.pipeline.cache import ResultStore
     from aoi_fl.pipeline.runs import resolve_config
 
-    work = str(Path(args.cache_dir) / "full")
+    work = str(Path(args.results_dir) / "full")
     store = ResultStore(work)
     planned = [
         p for p in fx.plan("long", PROFILE) if store.load(resolve_config(p.config)) is not None
     ]
-    todo = fx.cached_summaries(planned, args.cache_dir)[1]
+    todo = fx.cached_summaries(planned, args.results_dir)[1]
     if not todo:
         return "no new summaries to write"
     if time.time() + 2.0 * todo + 5 > end:
         return f"{todo} summaries not written (no time left): notebook 17 writes them from {work}"
     fx.run_planned(
-        planned, results_dir=args.cache_dir, work_dir=work, data_root=args.data, progress=False
+        planned, results_dir=args.results_dir, work_dir=work, data_root=args.data, progress=False
     )
-    return f"{todo} summaries written to {args.cache_dir}"
+    return f"{todo} summaries written to {args.results_dir}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -575,14 +580,14 @@ def files_under(folder: Path) -> dict[str, tuple[int, int]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    for name in ("cache_dir", "data", "summary", "copy_to"):  # the tests run from the root
+    for name in ("results_dir", "data", "summary", "copy_to"):  # the tests run from the root
         if getattr(args, name) is not None:
             setattr(args, name, os.path.abspath(getattr(args, name)))
     start = time.time()
     end = start + args.minutes * 60
     deadline = end - args.margin
     if args.plan:
-        print_plan(plan(args.cache_dir))
+        print_plan(plan(args.results_dir))
         return 0
     import torch
 
@@ -619,7 +624,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = summary["tests"]["status"] == "failed"
     if failed and not args.train_anyway:
         print("\nthe CUDA tests failed: no run is trained (--train-anyway trains all the same)")
-    cache = Path(args.cache_dir)
+    cache = Path(args.results_dir)
     before = files_under(cache) if args.copy_to else {}
     entries: list[dict[str, Any]] = []
     checks: dict[str, tuple[str, str]] = {}
@@ -636,8 +641,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"   {entry.name} stopped by an error: {exc!r}", flush=True)
                 status = f"error: {exc!r}"
         configs = entry.configs()
-        sub = str(cache / entry.folder) if entry.folder else args.cache_dir
-        missing = cached_results(configs, cache_dir=sub)[1]
+        sub = str(cache / entry.folder) if entry.folder else args.results_dir
+        missing = cached_results(configs, results_dir=sub)[1]
         entries.append(
             {"name": entry.name, "runs": len(configs), "trained": 0, "left": missing}
             | {"status": status}

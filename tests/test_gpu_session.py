@@ -104,7 +104,7 @@ def test_the_plan_counts_the_missing_runs_and_their_expected_time(tmp_path, caps
         assert row["rounds"] == sum(c["training"]["rounds"] for c in configs)
         seconds = row["rounds"] * gpu_session.ROUND_SECONDS[entry.timing]
         assert row["minutes"] == pytest.approx(seconds / 60, abs=0.051)  # rounded to 0.1
-    assert gpu_session.main(["--plan", "--cache-dir", str(tmp_path)]) == 0
+    assert gpu_session.main(["--plan", "--results-dir", str(tmp_path)]) == 0
     assert "aoi_fashion" in capsys.readouterr().out
 
 
@@ -115,7 +115,7 @@ def smoke_entry() -> "gpu_session.Entry":
 
 
 def session_args(tmp_path):
-    return gpu_session.parse_args(["--cache-dir", str(tmp_path / "cache"), "--data", str(DATA)])
+    return gpu_session.parse_args(["--results-dir", str(tmp_path / "cache"), "--data", str(DATA)])
 
 
 def test_a_kind_of_batch_whose_bits_differ_trains_one_run_at_a_time(tmp_path, monkeypatch):

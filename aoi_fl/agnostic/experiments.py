@@ -50,7 +50,7 @@ import numpy as np
 
 from aoi_fl.agnostic import algorithms as agnostic
 from aoi_fl.core.registry import PALETTE, Style, register_family, register_styles
-from aoi_fl.core.validation import require_choice, require_int, require_real
+from aoi_fl.core.validation import renamed, require_choice, require_int, require_real
 from aoi_fl.pipeline.cache import ResultStore, canonical_json
 from aoi_fl.pipeline.profiles import PROFILES
 
@@ -222,18 +222,19 @@ def _sampler_spec(process: str, seed: int, tau: float | None) -> dict[str, Any]:
     return {"name": policy, "m": AOI_M, "m_prime": AOI_M_PRIME, "seed": seed}
 
 
+@renamed("cache_dir", "results_dir")
 def induced_p(
     process: str,
     seed: int,
     profile: str,
     tau: float | None = None,
     sizes: Any = None,
-    cache_dir: str | None = None,
+    results_dir: str | None = None,
 ) -> np.ndarray:
     """p of eq. 2 for ``process`` (``"exp_prior"`` with ``tau``, or an AoI policy), estimated
     from ``schedule(profile)["p_draws"]`` draws of an independent copy of the process (seed
     ``P_SEED_STREAM + seed``). ``sizes``: the clients' data sizes (Policies 1-2 depend on them;
-    default all equal). With ``cache_dir`` the estimate is read from the result cache there,
+    default all equal). With ``results_dir`` the estimate is read from the result cache there,
     and a missing one is saved there (except within :func:`p_cache_read_only`). Each call
     returns its own copy: the estimate is memoised per process, and a caller that changed it in
     place would otherwise change every later run's p.
@@ -245,7 +246,7 @@ def induced_p(
         "draws": schedule(profile)["p_draws"],
         "sizes": [float(x) for x in sizes],
     }
-    return _induced_p(canonical_json(key), cache_dir, _P_CACHE_WRITES).copy()
+    return _induced_p(canonical_json(key), results_dir, _P_CACHE_WRITES).copy()
 
 
 #: whether :func:`induced_p` saves the estimates it computes (see :func:`p_cache_read_only`)
@@ -265,11 +266,11 @@ def p_cache_read_only() -> Iterator[None]:
 
 
 @functools.lru_cache(maxsize=512)
-def _induced_p(key_json: str, cache_dir: str | None, write: bool = True) -> np.ndarray:
+def _induced_p(key_json: str, results_dir: str | None, write: bool = True) -> np.ndarray:
     from aoi_fl.pipeline.runs import SAMPLERS
 
     key = json.loads(key_json)
-    store = None if cache_dir is None else ResultStore(cache_dir)
+    store = None if results_dir is None else ResultStore(results_dir)
     if store is not None and (hit := store.load(key)) is not None:
         return hit[1]["p"]
     spec = dict(key["induced_p"])
@@ -297,6 +298,7 @@ def _algorithm(aggregation: str, p: np.ndarray, protocol: str = "last_iterate") 
     }
 
 
+@renamed("cache_dir", "results_dir")
 def config(
     task: str,
     aggregation: str,
@@ -306,14 +308,14 @@ def config(
     process: str = "exp_prior",
     tau: float | None = TAU,
     p: Any = None,
-    cache_dir: str | None = None,
+    results_dir: str | None = None,
     protocol: str = "last_iterate",
 ) -> dict[str, Any]:
     """One training run: ``task`` under ``process`` with one aggregation rule.
 
     ``aggregation``: one of :data:`AGGREGATIONS`, or ``"aoi"`` (FedAvg with the AoI policy's own
     weights). ``p`` (the induced weights, needed by the weighted rules) defaults to
-    :func:`induced_p` of the process (kept in ``cache_dir``); for the AoI Policies 1-2 pass
+    :func:`induced_p` of the process (kept in ``results_dir``); for the AoI Policies 1-2 pass
     it, as it depends on the partition's sizes. One ``seed`` drives the partition, the model,
     the sampler and the batches. ``protocol``: one of :data:`PROTOCOLS` (``"algorithm1"`` only
     for the tasks in :data:`ALGORITHM1_TASKS`).
@@ -329,7 +331,7 @@ def config(
     sched = schedule(profile)
     spec = copy.deepcopy(TASKS[task])
     if aggregation not in ("agnostic", "aoi") and p is None:
-        p = induced_p(process, seed, profile, tau, cache_dir=cache_dir)
+        p = induced_p(process, seed, profile, tau, results_dir=results_dir)
     spec["dataset"] = {**spec["dataset"], **({"seed": seed} if task != "mnist" else {})}
     spec["partition"] = {**spec["partition"], **({"seed": seed} if task == "mnist" else {})}
     spec["model"] = {
@@ -349,19 +351,21 @@ def config(
     return spec
 
 
-def figure1_grid(profile: str, cache_dir: str | None = None) -> list[dict[str, Any]]:
+@renamed("cache_dir", "results_dir")
+def figure1_grid(profile: str, results_dir: str | None = None) -> list[dict[str, Any]]:
     """Fig. 1: every rule x seeds at tau = 10; MNIST with the last iterate, the linear
     regression under both protocols (Algorithm 1 as written, and the last iterate)."""
     seeds = schedule(profile)["seeds"]
     return [
-        config(task, agg, seed, profile, cache_dir=cache_dir, protocol=protocol)
+        config(task, agg, seed, profile, results_dir=results_dir, protocol=protocol)
         for task, protocol in FIG1_PANELS
         for agg in AGGREGATIONS
         for seed in range(seeds)
     ]
 
 
-def figure2_grid(profile: str, cache_dir: str | None = None) -> list[dict[str, Any]]:
+@renamed("cache_dir", "results_dir")
+def figure2_grid(profile: str, results_dir: str | None = None) -> list[dict[str, Any]]:
     """Fig. 2: both tasks x agnostic and the weighted rules of :data:`FIG2_RULES` x
     temperatures x seeds (last iterate).
 
@@ -370,7 +374,7 @@ def figure2_grid(profile: str, cache_dir: str | None = None) -> list[dict[str, A
     """
     sched = schedule(profile)
     return [
-        config(task, agg, seed, profile, tau=tau, cache_dir=cache_dir)
+        config(task, agg, seed, profile, tau=tau, results_dir=results_dir)
         for task in TASKS
         for tau in sched["taus"]
         for agg in ("agnostic", *FIG2_RULES)
@@ -445,8 +449,9 @@ def task_sizes(task: str, seed: int, data_root: str = "data") -> np.ndarray:
     return client_sizes(config(task, "agnostic", seed, "smoke"), data_root)
 
 
+@renamed("cache_dir", "results_dir")
 def aoi_policy_grid(
-    profile: str, data_root: str = "data", cache_dir: str | None = None
+    profile: str, data_root: str = "data", results_dir: str | None = None
 ) -> list[dict[str, Any]]:
     """The AoI paper's four policies (m = 15, m' = 10) as participation processes: both tasks x
     policies x {agnostic, weighted on the updates, the policy's own weights (eq. 15)} x seeds."""
@@ -455,7 +460,7 @@ def aoi_policy_grid(
         for seed in range(schedule(profile)["aoi_seeds"]):
             sizes = task_sizes(task, seed, data_root)
             for policy in POLICIES:
-                p = induced_p(policy, seed, profile, sizes=sizes, cache_dir=cache_dir)
+                p = induced_p(policy, seed, profile, sizes=sizes, results_dir=results_dir)
                 for agg in ("agnostic", "weighted_updates", "aoi"):
                     configs.append(config(task, agg, seed, profile, process=policy, tau=None, p=p))
     return configs
@@ -489,15 +494,16 @@ def describe(config_: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@renamed("cache_dir", "results_dir")
 def process_p(
-    config_: dict[str, Any], profile: str, data_root: str = "data", cache_dir: str | None = None
+    config_: dict[str, Any], profile: str, data_root: str = "data", results_dir: str | None = None
 ) -> np.ndarray:
     """The induced weights p of the participation process a run was trained under."""
     d = describe(config_)
     if d["process"] == "exp_prior":
-        return induced_p("exp_prior", d["seed"], profile, d["tau"], cache_dir=cache_dir)
+        return induced_p("exp_prior", d["seed"], profile, d["tau"], results_dir=results_dir)
     sizes = task_sizes(d["task"], d["seed"], data_root)
-    return induced_p(d["process"], d["seed"], profile, sizes=sizes, cache_dir=cache_dir)
+    return induced_p(d["process"], d["seed"], profile, sizes=sizes, results_dir=results_dir)
 
 
 #: a problem-(3) loss above this (or not a number) counts as diverged

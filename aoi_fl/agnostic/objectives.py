@@ -19,6 +19,7 @@ from aoi_fl.agnostic.experiments import (
     process_p,
     schedule,
 )
+from aoi_fl.core.validation import renamed
 from aoi_fl.data import synthetic
 
 
@@ -53,14 +54,15 @@ def linear_regression_bundle(seed: int) -> Any:
     return synthetic.linear_regression(**spec, seed=seed)
 
 
-def least_squares_optima(profile: str, cache_dir: str | None = None) -> Optima:
+@renamed("cache_dir", "results_dir")
+def least_squares_optima(profile: str, results_dir: str | None = None) -> Optima:
     """seed -> (optimum of problem (3), sum_i p_i f_i with the seed's p at tau = 10, optimum of
     the uniform objective (1/N) sum_i f_i) of the linear regression, in closed form: Fig. 1's
     optimality gaps and the check that Algorithm 1's ball C holds every optimum."""
     optima = {}
     for seed in range(schedule(profile)["seeds"]):
         bundle = linear_regression_bundle(seed)
-        p = induced_p("exp_prior", seed, profile, TAU, cache_dir=cache_dir)
+        p = induced_p("exp_prior", seed, profile, TAU, results_dir=results_dir)
         optima[seed] = (
             agnostic.least_squares_optimum(bundle, p),
             agnostic.least_squares_optimum(bundle),
@@ -84,15 +86,22 @@ class Curves(NamedTuple):
     seeds: list[int]
 
 
+@renamed("cache_dir", "results_dir")
 def figure1_curves(
-    configs: Any, results: Any, profile: str, data_root: str = "data", cache_dir: str | None = None
+    configs: Any,
+    results: Any,
+    profile: str,
+    data_root: str = "data",
+    results_dir: str | None = None,
 ) -> dict[tuple[str, str, str], Curves]:
     """(task, protocol, rule) -> :class:`Curves` of :func:`experiments.figure1_grid`'s runs, each
     run's objectives taken with the p of its process (:func:`objective_curves`)."""
     parts: dict[tuple[str, str, str], tuple[np.ndarray, list, list, list]] = {}
     for cfg, res in zip(configs, results, strict=True):
         d = describe(cfg)
-        rounds, obj_p, obj_u = objective_curves(res, process_p(cfg, profile, data_root, cache_dir))
+        rounds, obj_p, obj_u = objective_curves(
+            res, process_p(cfg, profile, data_root, results_dir)
+        )
         entry = parts.setdefault((d["task"], d["protocol"], d["aggregation"]), (rounds, [], [], []))
         entry[1].append(obj_p)
         entry[2].append(obj_u)
@@ -150,13 +159,14 @@ Q_GAP_COLUMNS = (
 )
 
 
+@renamed("cache_dir", "results_dir")
 def q_gaps(
     configs: Any,
     results: Any,
     profile: str,
     optima: Optima,
     data_root: str = "data",
-    cache_dir: str | None = None,
+    results_dir: str | None = None,
 ) -> pd.DataFrame:
     """What eq. 10 on the updates solves instead: per linear-regression run (eq. 10 as printed
     left out, it diverges), the converged gap to the minimum of problem (3) (weights p), of
@@ -167,7 +177,7 @@ def q_gaps(
         d = describe(cfg)
         if d["task"] != "linear_regression" or d["aggregation"] == "weighted":
             continue
-        p = process_p(cfg, profile, data_root, cache_dir)
+        p = process_p(cfg, profile, data_root, results_dir)
         q = p**2 / (p**2).sum()
         losses = np.asarray(res.history["client_losses"])
         if d["seed"] not in bundles:

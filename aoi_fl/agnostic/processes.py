@@ -25,6 +25,7 @@ from aoi_fl.agnostic.experiments import (
     tau_label,
 )
 from aoi_fl.agnostic.objectives import converged_value, objective_curves
+from aoi_fl.core.validation import renamed
 
 #: Lemma 1's check (eq. 2): the estimator of p that every run uses, against exact enumeration on
 #: a case small enough to enumerate (8 clients, 3 drawn without replacement from the strongly
@@ -87,13 +88,14 @@ def sec4_participation(profile: str) -> Participation:
 # Notebook 10: the skew over the temperature grid (Fig. 2) and the AoI policies as processes
 
 
-def temperature_ps(profile: str, cache_dir: str | None = None) -> dict[float, list[np.ndarray]]:
+@renamed("cache_dir", "results_dir")
+def temperature_ps(profile: str, results_dir: str | None = None) -> dict[float, list[np.ndarray]]:
     """tau -> every seed's induced p (eq. 2) of the prior exp(-i/tau), over Fig. 2's
     temperature grid (:func:`experiments.schedule`)."""
     sched = schedule(profile)
     return {
         tau: [
-            induced_p("exp_prior", s, profile, tau, cache_dir=cache_dir)
+            induced_p("exp_prior", s, profile, tau, results_dir=results_dir)
             for s in range(sched["seeds"])
         ]
         for tau in sched["taus"]
@@ -116,8 +118,9 @@ def temperature_table(ps: dict[float, list[np.ndarray]]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("tau")
 
 
+@renamed("cache_dir", "results_dir")
 def aoi_policy_ps(
-    profile: str, data_root: str = "data", cache_dir: str | None = None
+    profile: str, data_root: str = "data", results_dir: str | None = None
 ) -> dict[tuple[str, int, str], np.ndarray]:
     """(task, seed, policy) -> the induced p (eq. 2) of the AoI paper's policy (m = 15,
     m' = 10) under the data sizes of the task's partition for the seed."""
@@ -127,7 +130,7 @@ def aoi_policy_ps(
             sizes = task_sizes(task, seed, data_root)
             for policy in POLICIES:
                 ps[(task, seed, policy)] = induced_p(
-                    policy, seed, profile, sizes=sizes, cache_dir=cache_dir
+                    policy, seed, profile, sizes=sizes, results_dir=results_dir
                 )
     return ps
 

@@ -12,7 +12,7 @@ import pandas as pd
 from aoi_fl.agnostic.conditions import CONVEX, convexity
 from aoi_fl.agnostic.experiments import RATE_TASK, TASKS, describe, process_p, rate_step
 from aoi_fl.agnostic.objectives import Optima, objective_curves
-from aoi_fl.core.validation import require_real
+from aoi_fl.core.validation import renamed, require_real
 from aoi_fl.pipeline import paired
 from aoi_fl.pipeline.claims import Condition, capped, diverged, log_log_slope, sign_verdict
 
@@ -68,12 +68,13 @@ def rate_conditions(configs: Any) -> tuple[Condition, ...]:
     )
 
 
+@renamed("cache_dir", "results_dir")
 def rate_table(
     configs: Any,
     results: Any,
     profile: str,
     optima: Optima | None = None,
-    cache_dir: str | None = None,
+    results_dir: str | None = None,
 ) -> pd.DataFrame:
     """One row per run of :func:`experiments.rate_grid` or :func:`experiments.rate_tuning_grid`:
     its ``seed``, horizon ``T``, step constant ``c`` (:func:`step_constant`), the problem-(3)
@@ -83,7 +84,7 @@ def rate_table(
     rows = []
     for cfg, res in zip(configs, results, strict=True):
         seed = describe(cfg)["seed"]
-        _, obj_p, _ = objective_curves(res, process_p(cfg, profile, cache_dir=cache_dir))
+        _, obj_p, _ = objective_curves(res, process_p(cfg, profile, results_dir=results_dir))
         loss = float(obj_p[-1])
         rows.append(
             {

@@ -100,7 +100,7 @@ from aoi_fl.agnostic.rate import (
     tuned_step_constant,
     tuning_summary,
 )
-from aoi_fl.core.validation import require_choice, require_int, require_real
+from aoi_fl.core.validation import renamed, require_choice, require_int, require_real
 from aoi_fl.pipeline import paired
 from aoi_fl.pipeline.claims import (
     DIVERGENCE_FACTOR,
@@ -298,12 +298,13 @@ def trend_table(points: pd.DataFrame, rules: Any = FIG2_RULES) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns).set_index(["task", "rule"])
 
 
+@renamed("cache_dir", "results_dir")
 def run_table(
     configs: Any,
     results: Any,
     profile: str,
     data_root: str = "data",
-    cache_dir: str | None = None,
+    results_dir: str | None = None,
     last: int = LAST_EVALUATIONS,
 ) -> pd.DataFrame:
     """One row per run of :func:`config`: its :func:`describe` fields, the skew of its p, the
@@ -318,7 +319,7 @@ def run_table(
     rows = []
     for cfg, res in zip(configs, results, strict=True):
         d = describe(cfg)
-        p = process_p(cfg, profile, data_root, cache_dir)
+        p = process_p(cfg, profile, data_root, results_dir)
         rounds, obj_p, obj_u = objective_curves(res, p)
         # the first evaluation at which the shared rule (:func:`diverged`) calls the curve diverged
         with np.errstate(invalid="ignore", over="ignore"):

@@ -566,7 +566,7 @@ def theory_claims(
 
 
 def _cached(panel: str, profile: str, results_dir: str) -> tuple[list, int]:
-    return runs.cached_results(experiments.panel_grid(panel, profile), cache_dir=results_dir)
+    return runs.cached_results(experiments.panel_grid(panel, profile), results_dir=results_dir)
 
 
 def _regime(results_dir: str, panel: str = "main_mnist") -> list:
@@ -575,7 +575,7 @@ def _regime(results_dir: str, panel: str = "main_mnist") -> list:
     paper's regime (its CNN at its horizons), with more power than the profile's own few seeds,
     so the speed-up rows are decided on it; ``power`` is the small-CNN panel at its paper-profile
     horizons and seeds."""
-    found, _ = runs.cached_results(experiments.regime_grid(panel), cache_dir=results_dir)
+    found, _ = runs.cached_results(experiments.regime_grid(panel), results_dir=results_dir)
     return summaries.complete_pairs(found, experiments.PAIR)
 
 
@@ -946,7 +946,7 @@ def _rho_order(results: list, profile: str, results_dir: str, data_root: str) ->
     for (split, policy), group in summaries.group_runs(results).items():
         for r in group:
             table = experiments.selection_skew(
-                [r], profile, cache_dir=results_dir, data_root=data_root
+                [r], profile, results_dir=results_dir, data_root=data_root
             )
             rho[(split, policy, r.config["training"]["seed"])] = float(
                 table["rho (average)"].iloc[0]
@@ -975,7 +975,9 @@ def skew_claims(profile: str, results_dir: str = "results", data_root: str = "da
     for dataset in experiments.DATASETS:
         results, missing = _cached(f"main_{dataset}", profile, results_dir)
         table = (
-            experiments.selection_skew(results, profile, cache_dir=results_dir, data_root=data_root)
+            experiments.selection_skew(
+                results, profile, results_dir=results_dir, data_root=data_root
+            )
             if results and not missing
             else None
         )

@@ -53,7 +53,7 @@ def panel_results(
     ``only_cached`` just the cached ones, saying how many are still missing."""
     configs = experiments.panel_grid(panel, profile, synthetic=synthetic)
     if only_cached:
-        found, missing = runs.cached_results(configs, cache_dir=results_dir)
+        found, missing = runs.cached_results(configs, results_dir=results_dir)
         print(
             f"{panel}: {len(found)} of {len(configs)} runs cached, {missing} NOT YET COMPUTED "
             "(shown: the cached ones only)"
@@ -61,7 +61,7 @@ def panel_results(
         return found
     return runs.run_grid(
         configs,
-        cache_dir=results_dir,
+        results_dir=results_dir,
         rerun=rerun,
         data_root=data_root,
         workers=workers,
@@ -328,7 +328,7 @@ class PanelNotebook:
         Prints how many paired seeds there are and which devices trained them, then the plot,
         the paired answer and the screening check. Returns the runs."""
         grid = experiments.regime_grid(panel)
-        found, _ = runs.cached_results(grid, cache_dir=self.env.RESULTS)
+        found, _ = runs.cached_results(grid, results_dir=self.env.RESULTS)
         results = summaries.complete_pairs(found, experiments.PAIR)
         p = experiments.panel(panel, "paper")
         seeds = {

@@ -15,7 +15,7 @@ from aoi_fl.aoi.skew import (
     local_optimum_to_criterion,
     skew_sensitivity,
 )
-from aoi_fl.core.validation import require_choice
+from aoi_fl.core.validation import renamed, require_choice
 from aoi_fl.pipeline.cache import ResultStore
 from aoi_fl.pipeline.profiles import PROFILES
 
@@ -50,12 +50,13 @@ def _local_optimum_meta(trainer: Any) -> dict[str, Any]:
     }
 
 
+@renamed("cache_dir", "results_dir")
 def local_optima(
     config: dict[str, Any],
     *,
     epochs: int = 20,
     lr: float = 0.05,
-    cache_dir: str = "results",
+    results_dir: str = "results",
     data_root: str = "data",
     device: str | None = None,
 ) -> np.ndarray:
@@ -71,7 +72,7 @@ def local_optima(
 
     resolved = resolve_config(config)
     key = _local_optimum_key(resolved, {"epochs": epochs, "lr": lr})
-    store = ResultStore(cache_dir)
+    store = ResultStore(results_dir)
     if (hit := store.load(key)) is not None:
         return hit[1]["losses"]
     trainer = build_trainer(resolved, data_root, device or config_device(config))
@@ -80,11 +81,12 @@ def local_optima(
     return losses
 
 
+@renamed("cache_dir", "results_dir")
 def local_optima_to_criterion(
     config: dict[str, Any],
     criterion: LocalOptimumCriterion,
     *,
-    cache_dir: str = "results",
+    results_dir: str = "results",
     data_root: str = "data",
     device: str | None = None,
 ) -> LocalOptimum:
@@ -105,7 +107,7 @@ def local_optima_to_criterion(
         )
     resolved = resolve_config(config)
     key = _local_optimum_key(resolved, {"criterion": criterion.config()})
-    store = ResultStore(cache_dir)
+    store = ResultStore(results_dir)
     if (hit := store.load(key)) is not None:
         meta, arrays = hit
         return LocalOptimum(
@@ -187,12 +189,13 @@ SKEW_COLUMNS = (
 )
 
 
+@renamed("cache_dir", "results_dir")
 def selection_skew(
     results: Sequence[Any],
     profile: str,
     *,
     criterion: LocalOptimumCriterion | None = None,
-    cache_dir: str = "results",
+    results_dir: str = "results",
     data_root: str = "data",
 ):
     """Table II: the selection skew rho of every run (eq. 24), averaged over seeds.
@@ -232,7 +235,7 @@ def selection_skew(
     rows = []
     for (split, policy), runs in sorted(group_runs(results).items()):
         _require_one_configuration(split, policy, runs)
-        values, devices = _skew_values(runs, criterion, cache_dir, data_root)
+        values, devices = _skew_values(runs, criterion, results_dir, data_root)
         rows.append(_skew_row(split, policy, values, devices))
     return pd.DataFrame(rows, columns=["split", "policy", *SKEW_COLUMNS]).set_index(
         ["split", "policy"]
@@ -252,7 +255,7 @@ def _require_one_configuration(split: str, policy: str, runs: Sequence[Any]) -> 
 
 
 def _skew_values(
-    runs: Sequence[Any], criterion: LocalOptimumCriterion, cache_dir: str, data_root: str
+    runs: Sequence[Any], criterion: LocalOptimumCriterion, results_dir: str, data_root: str
 ) -> tuple[np.ndarray, set[str]]:
     """Per run (rows): the per-run values behind :data:`SKEW_COLUMNS`, and the devices the
     local optima were trained on."""
@@ -261,7 +264,7 @@ def _skew_values(
     values, devices = [], set()
     for run in runs:
         optimum = local_optima_to_criterion(
-            run.config, criterion, cache_dir=cache_dir, data_root=data_root
+            run.config, criterion, results_dir=results_dir, data_root=data_root
         )
         devices.add(optimum.device)
         sizes = client_sizes(run.config, data_root)

@@ -73,11 +73,11 @@ def rows() -> tuple[claimfiles.Row, ...]:
 
 def load_runs(profile: str, results_dir: str) -> measures.Runs:
     """Both tiers' cached runs; the confirm tier's as the complete screen chose it."""
-    screen, missing = ar.load("screen", profile, cache_dir=results_dir)  # read once, used twice
+    screen, missing = ar.load("screen", profile, results_dir=results_dir)  # read once, used twice
     confirm, plan = pd.DataFrame(), ()
     if not missing and len(screen):
         others, where = ar.best_others(screen), ar.most_separating(screen)
-        confirm, _ = ar.load_confirm(others, where, profile, cache_dir=results_dir)
+        confirm, _ = ar.load_confirm(others, where, profile, results_dir=results_dir)
         entrants = [p for p in ex.confirm_entrants(others) if p != "uniform"]
         plan = tuple((a, p, "uniform") for a in ex.confirm_models(where) for p in entrants)
     tiers = {

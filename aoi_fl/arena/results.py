@@ -33,7 +33,7 @@ from scipy import stats
 
 from aoi_fl.arena import experiments as ex
 from aoi_fl.arena.participation import run_metrics
-from aoi_fl.core.validation import require_choice
+from aoi_fl.core.validation import renamed, require_choice
 from aoi_fl.pipeline.paired import (
     holm,
     minimum_detectable_effect,
@@ -83,20 +83,21 @@ def run_row(result: Any, tier: str, profile: str) -> dict[str, Any]:
     }
 
 
+@renamed("cache_dir", "results_dir")
 def load(
     tier: str,
     profile: str,
     policies: Sequence[str] | None = None,
     availabilities: Iterable[str] | None = None,
     *,
-    cache_dir: str = "results",
+    results_dir: str = "results",
 ) -> tuple[pd.DataFrame, int]:
     """(the metrics of every cached run of the tier's grid, how many runs are missing)."""
     tier = require_choice("tier", tier, ex.TIERS)
     policies = ex.POLICIES if policies is None else tuple(policies)
     availabilities = tuple(ex.AVAILABILITY if availabilities is None else availabilities)
     found, missing = cached_results(
-        ex.grid(policies, availabilities, tier=tier, profile=profile), cache_dir=cache_dir
+        ex.grid(policies, availabilities, tier=tier, profile=profile), results_dir=results_dir
     )
     return frame(found, tier, profile), missing
 
@@ -106,8 +107,9 @@ def frame(results: Iterable[Any], tier: str, profile: str) -> pd.DataFrame:
     return pd.DataFrame([run_row(r, tier, profile) for r in results])
 
 
+@renamed("cache_dir", "results_dir")
 def load_confirm(
-    others: Sequence[str], availability: str, profile: str, *, cache_dir: str = "results"
+    others: Sequence[str], availability: str, profile: str, *, results_dir: str = "results"
 ) -> tuple[pd.DataFrame, int]:
     """:func:`load` of the confirm tier chosen by the screen (its three best ``others`` and the
     model ``availability`` where it separated the policies most)."""
@@ -116,7 +118,7 @@ def load_confirm(
         profile,
         ex.confirm_entrants(others),
         ex.confirm_models(availability),
-        cache_dir=cache_dir,
+        results_dir=results_dir,
     )
 
 

@@ -10,6 +10,7 @@ import functools
 import math
 import numbers
 import os
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -182,3 +183,27 @@ def check_chain(p: object) -> np.ndarray:
             "stop being selected forever; p[m'] must be > 0 (or some p_j = 1 with j < m')"
         )
     return p
+
+
+def renamed(old: str, new: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator for a function whose keyword ``old`` is now ``new``: ``old=`` still works,
+    with a DeprecationWarning that names both, for one release; both at once are refused."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if old in kwargs:
+                if new in kwargs:
+                    raise TypeError(f"{func.__name__}() got {old}= and {new}=: pass {new}= only")
+                warnings.warn(
+                    f"{func.__name__}({old}=...) is now {func.__name__}({new}=...); {old}= will "
+                    "be removed in the next release",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+                kwargs[new] = kwargs.pop(old)
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    return decorate

@@ -440,7 +440,7 @@ def run_planned(
     if todo:
         run_grid(
             [entries[h][1] for h in todo],
-            cache_dir=work_dir,
+            results_dir=work_dir,
             rerun=rerun,
             data_root=data_root,
             workers=workers,

@@ -63,7 +63,7 @@ def flower_pairs(
         with one_thread():
             trainer = run_experiment(
                 config,
-                cache_dir=results_dir,
+                results_dir=results_dir,
                 rerun=hit is None,
                 data_root=data_root,
                 device="cpu",

@@ -822,7 +822,7 @@ def _versus_baselines(values, k: int):
 def figure2_claims(profile: str, results_dir: str) -> list[Claim]:
     """Fig. 2 (K-Vib's regret, variance and test loss below the baselines') and Sec. 6.2's
     remark that independent sampling alone gives better early estimates (Lemma 2.1)."""
-    results, missing = runs.cached_results(kx.fig2_grid(profile), cache_dir=results_dir)
+    results, missing = runs.cached_results(kx.fig2_grid(profile), results_dir=results_dir)
     k = kx.synthetic_settings(profile)["k"]
     div = _divergence(results)
     metrics = {
@@ -979,7 +979,7 @@ def figure3_claims(profile: str, results_dir: str) -> list[Claim]:
     out = []
     s = kx.synthetic_settings(profile)
     ks = list(s["k_grid"])
-    grid, missing = runs.cached_results(kx.k_grid(profile), cache_dir=results_dir)
+    grid, missing = runs.cached_results(kx.k_grid(profile), results_dir=results_dir)
     regret = _per_seed(grid, lambda r: float(r["regret"][-1]))
     div = _divergence(grid)
 
@@ -1062,7 +1062,7 @@ def figure3_claims(profile: str, results_dir: str) -> list[Claim]:
         )
         out.append(_note_diverged(row, div, [(name, k, None) for k in ks]))
     out.append(figure7_row(grid, missing, div, ks, grid_text))
-    gam, gmissing = runs.cached_results(kx.gamma_grid(profile), cache_dir=results_dir)
+    gam, gmissing = runs.cached_results(kx.gamma_grid(profile), results_dir=results_dir)
     gdiv = _divergence(gam)
     scales = [("kvib", s["k"], scale) for scale in s["gamma_scales"]]
     for name, label, metric in (
@@ -1227,7 +1227,7 @@ def figure4_claims(profile: str, results_dir: str) -> list[Claim]:
             )
         )
     m = kx.mnist_settings(profile)
-    results, missing = runs.cached_results(kx.mnist_grid(profile), cache_dir=results_dir)
+    results, missing = runs.cached_results(kx.mnist_grid(profile), results_dir=results_dir)
     target, k = m["target"], kx.MNIST_K
     div = _divergence(results)
     unmet = substitute_unmet(profile)

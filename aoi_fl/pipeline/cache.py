@@ -204,7 +204,7 @@ class ResultStore:
                 errno.ENOSPC,
                 f"no space left to store a result in {folder}: it needs {needed} bytes, its "
                 f"file system has {free_bytes(folder)} bytes free; free some space there or "
-                "pass another cache_dir",
+                "pass another results_dir",
             ) from exc
         return folder
 

@@ -21,7 +21,7 @@ from aoi_fl.core.batch import RunBatch
 from aoi_fl.core.device import requested_device
 from aoi_fl.core.models import build_model
 from aoi_fl.core.train import FederatedTrainer, rounds_to_target
-from aoi_fl.core.validation import require_int
+from aoi_fl.core.validation import renamed, require_int
 from aoi_fl.pipeline import plugins
 from aoi_fl.pipeline.cache import CheckpointStore, ResultStore, config_key
 from aoi_fl.pipeline.parts import (
@@ -97,21 +97,22 @@ def result_from_cache(resolved: dict, hit: tuple[dict, dict[str, np.ndarray]]) -
     )
 
 
-def require_writable(cache_dir: str) -> None:
+def require_writable(results_dir: str) -> None:
     """Fail before a run trains, not when its result is stored, if it could not be stored."""
     try:
-        ResultStore(cache_dir).check_writable()
+        ResultStore(results_dir).check_writable()
     except OSError as exc:
         raise ValueError(
-            f"cache_dir={str(cache_dir)!r} must be writable to store new runs: {exc}; make it "
-            "writable or pass another cache_dir"
+            f"results_dir={str(results_dir)!r} must be writable to store new runs: {exc}; make it "
+            "writable or pass another results_dir"
         ) from exc
 
 
+@renamed("cache_dir", "results_dir")
 def run_experiment(
     config: Mapping[str, Any] | RunConfig,
     *,
-    cache_dir: str = "results",
+    results_dir: str = "results",
     rerun: bool = False,
     progress: bool = True,
     data_root: str = "data",
@@ -137,11 +138,11 @@ def run_experiment(
     checkpoint_every = require_int("checkpoint_every", checkpoint_every, minimum=1)
     if not checkpoint_seconds >= 0:
         raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
-    results = ResultStore(cache_dir)
+    results = ResultStore(results_dir)
     if not rerun and (hit := results.load(resolved)) is not None:
         return result_from_cache(resolved, hit)
-    require_writable(cache_dir)
-    trainer, checkpoints = _resumed_trainer(run, cache_dir, rerun, data_root, device)
+    require_writable(results_dir)
+    trainer, checkpoints = _resumed_trainer(run, results_dir, rerun, data_root, device)
     history = trainer.run(
         progress=progress, on_round=_checkpointer(checkpoints, checkpoint_every, checkpoint_seconds)
     )
@@ -149,10 +150,10 @@ def run_experiment(
 
 
 def _resumed_trainer(
-    run: RunConfig, cache_dir: str, rerun: bool, data_root: str, device: str | None
+    run: RunConfig, results_dir: str, rerun: bool, data_root: str, device: str | None
 ) -> tuple[FederatedTrainer, CheckpointStore]:
     """The trainer of a missing run, resumed from its latest checkpoint (``rerun``: cleared)."""
-    checkpoints = CheckpointStore(cache_dir, run.canonical())
+    checkpoints = CheckpointStore(results_dir, run.canonical())
     if rerun:
         checkpoints.clear()
     trainer = build_trainer(run, data_root, device)
@@ -233,14 +234,14 @@ def run_batch(
     checkpoint, checkpointed as alone and stored in the cache as soon as it has finished
     (then ``on_stored(i)``, for configuration i of the batch). At the ``deadline`` (seconds
     since the epoch, None: none) every unfinished run is checkpointed; returns how many."""
-    runs, cache_dir, rerun, data_root, threads, device, shipped, deadline = args
+    runs, results_dir, rerun, data_root, threads, device, shipped, deadline = args
     if deadline is not None and time.time() >= deadline:  # queued in a worker past it
         return len(runs)
     plugins.install(shipped)  # in a spawned worker: the user's registrations
     if threads is not None:
         torch.set_num_threads(threads)
-    results = ResultStore(cache_dir)
-    started = [_resumed_trainer(run, cache_dir, rerun, data_root, device) for run in runs]
+    results = ResultStore(results_dir)
+    started = [_resumed_trainer(run, results_dir, rerun, data_root, device) for run in runs]
     trainers = [trainer for trainer, _ in started]
     savers = [_checkpointer(checkpoints, 5, 30.0) for _, checkpoints in started]
 

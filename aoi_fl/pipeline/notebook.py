@@ -7,7 +7,7 @@ in the system's temporary directory::
 
     profile = resolve_profile(profile)
     env = notebook.setup(profile, f"rounds {rounds}", display_width=140)
-    runs.run_grid(configs, cache_dir=env.RESULTS, data_root=env.DATA, workers=env.WORKERS, ...)
+    runs.run_grid(configs, results_dir=env.RESULTS, data_root=env.DATA, workers=env.WORKERS, ...)
 
 Paths are relative to ``notebooks/``, where every notebook runs (papermill, nbval, Jupyter).
 """

@@ -323,7 +323,7 @@ def _train(
     plugins.install(shipped)
     torch.set_num_threads(threads)
     with tempfile.TemporaryDirectory(prefix="aoi-fl-ray-") as tmp:
-        result = run(config, cache_dir=tmp, progress=False, data_root=data_root, device=device)
+        result = run(config, results_dir=tmp, progress=False, data_root=data_root, device=device)
         stored, arrays = ResultStore(tmp).load(result.config)
         weights = Path(tmp) / "weights" / f"{result.key}.npz"
         node = ray.get_runtime_context().get_node_id()
@@ -392,7 +392,7 @@ def ray_results(
             yield i, stored, arrays, weights
 
 
-def store_result(cache_dir: str, config: dict, stored: dict, arrays: dict, weights: Any) -> None:
+def store_result(results_dir: str, config: dict, stored: dict, arrays: dict, weights: Any) -> None:
     """Write a task's result into the driver's cache, as a local run would have: the weights
     (the task's ``.npz`` bytes) through the same atomic write of the whole entry, so that a full
     disk leaves nothing half-written here either."""
@@ -405,4 +405,4 @@ def store_result(cache_dir: str, config: dict, stored: dict, arrays: dict, weigh
     if weights is not None:
         with np.load(io.BytesIO(weights), allow_pickle=False) as npz:
             weights = {name: npz[name] for name in npz.files}
-    ResultStore(cache_dir).save(config, stored, arrays, weights=weights)
+    ResultStore(results_dir).save(config, stored, arrays, weights=weights)

@@ -26,7 +26,7 @@ from typing import Any
 from aoi_fl.core import registry
 from aoi_fl.core.device import requested_device
 from aoi_fl.core.models import build_model
-from aoi_fl.core.validation import require_choice, require_int, require_real
+from aoi_fl.core.validation import renamed, require_choice, require_int, require_real
 from aoi_fl.pipeline import batching, plugins
 from aoi_fl.pipeline.cache import ResultStore, config_key
 from aoi_fl.pipeline.executors import EXECUTOR_VAR, EXECUTORS
@@ -77,15 +77,16 @@ SAMPLERS = registry.SAMPLERS
 ALGORITHMS = registry.ALGORITHMS
 
 
+@renamed("cache_dir", "results_dir")
 def cached_results(
-    configs: Iterable[dict[str, Any]], *, cache_dir: str = "results"
+    configs: Iterable[dict[str, Any]], *, results_dir: str = "results"
 ) -> tuple[list[ExperimentResult], int]:
     """(the results of ``configs`` already in the cache, in order; how many are missing).
 
     For looking at a grid while it is still being computed (over several sittings); nothing
     is trained.
     """
-    store = ResultStore(cache_dir)
+    store = ResultStore(results_dir)
     found, missing = [], 0
     for config in configs:
         resolved = resolve_config(config)
@@ -96,10 +97,11 @@ def cached_results(
     return found, missing
 
 
+@renamed("cache_dir", "results_dir")
 def run_grid(
     configs: Iterable[dict[str, Any]],
     *,
-    cache_dir: str = "results",
+    results_dir: str = "results",
     rerun: bool = False,
     data_root: str = "data",
     workers: int = 1,
@@ -130,7 +132,7 @@ def run_grid(
     sets it) ``"ray"`` sends the missing runs to Ray instead (:mod:`aoi_fl.pipeline.ray_grid`;
     optional extra ``ray``): ``ray_address`` (default ``$RAY_ADDRESS``, else ``"local"``: a
     local instance of ``workers`` CPUs) names the cluster, each task takes ``threads`` CPUs (1 if
-    None), and results come back to this process, which stores them in ``cache_dir``.
+    None), and results come back to this process, which stores them in ``results_dir``.
 
     Locally, missing runs that can share a batch (one dataset, model architecture, device,
     local-work shape and method: :mod:`aoi_fl.pipeline.batching`) train together, as one
@@ -147,13 +149,13 @@ def run_grid(
     executor = executor or os.environ.get(EXECUTOR_VAR) or "local"
     require_choice("executor", executor, EXECUTORS)
     runs, devices, workers, threads = _checked(configs, device, workers, threads, batch, deadline)
-    found = _Found(runs, cache_dir, on_result)
+    found = _Found(runs, results_dir, on_result)
     configs = found.configs
     loaded = {} if rerun else {i: found.store.load(c) for i, c in enumerate(configs)}
     hits = {i: hit for i, hit in loaded.items() if hit is not None}
     todo = [i for i in range(len(configs)) if i not in hits]
     if todo:
-        require_writable(cache_dir)
+        require_writable(results_dir)
     # what other processes need of the user's registrations, refused here if they cannot have it
     on_ray = executor == "ray"
     apart = bool(todo) and (on_ray or workers > 1)
@@ -170,7 +172,7 @@ def run_grid(
     if left := _train_here(found, jobs, workers, deadline, progress):
         raise DeadlineReached(
             f"deadline reached: {len(todo) - left} of {len(todo)} missing runs trained and "
-            f"stored in {cache_dir}, {left} left (checkpointed; run the grid again to resume)"
+            f"stored in {results_dir}, {left} left (checkpointed; run the grid again to resume)"
         )
     return found.ordered()
 
@@ -203,12 +205,12 @@ class _Found:
     def __init__(
         self,
         runs: list[RunConfig],
-        cache_dir: str,
+        results_dir: str,
         on_result: Callable[[int, ExperimentResult], None] | None,
     ) -> None:
-        self.runs, self.cache_dir, self.on_result = runs, cache_dir, on_result
+        self.runs, self.results_dir, self.on_result = runs, results_dir, on_result
         self.configs = [run.canonical() for run in runs]
-        self.store = ResultStore(cache_dir)
+        self.store = ResultStore(results_dir)
         self.results: dict[int, ExperimentResult] = {}
 
     def finish(self, i: int, hit: tuple | None = None) -> None:
@@ -218,7 +220,7 @@ class _Found:
         if hit is None:  # stored by the run a moment ago, unreadable now (warned about above)
             raise RuntimeError(
                 f"the result of configuration {i} (key {config_key(self.configs[i])}) was trained "
-                f"but cannot be read back from {self.cache_dir}; rerun the grid to recompute it"
+                f"but cannot be read back from {self.results_dir}; rerun the grid to recompute it"
             )
         self.results[i] = dataclasses.replace(
             result_from_cache(self.configs[i], hit), cached=not trained
@@ -255,7 +257,7 @@ def _train_on_ray(
         threads=threads or 1,
     )
     for i, stored, arrays, weights in _progress(results_iter, progress, "runs", len(todo)):
-        store_result(found.cache_dir, configs[i], stored, arrays, weights)
+        store_result(found.results_dir, configs[i], stored, arrays, weights)
         found.finish(i)
 
 
@@ -277,7 +279,7 @@ class _Jobs:
         args = [
             (
                 [found.runs[i] for i in group],
-                found.cache_dir,
+                found.results_dir,
                 self.rerun,
                 self.data_root,
                 self.threads,

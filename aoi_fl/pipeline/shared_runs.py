@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from aoi_fl.core.validation import renamed
 from aoi_fl.pipeline.cache import (
     RESULTS_FORMAT_VERSION,
     CorruptEntry,
@@ -36,13 +37,14 @@ class SharedRunError(ValueError):
     """An entry of a shared folder of runs that this cache will not take."""
 
 
+@renamed("cache_dir", "results_dir")
 def adopt_runs(
     source: str | Path,
-    cache_dir: str | Path = "results",
+    results_dir: str | Path = "results",
     expected: Iterable[Mapping[str, Any]] | None = None,
 ) -> list[str]:
     """Check every run under ``source`` (a cache folder or a ``.tgz`` of one) and copy them into
-    ``cache_dir``; return the keys copied (entries already there, identical, are skipped).
+    ``results_dir``; return the keys copied (entries already there, identical, are skipped).
 
     ``expected``: the configurations the runs must belong to (resolved here as ``run_grid``
     resolves them); None takes any configuration of this code's result format.
@@ -60,8 +62,8 @@ def adopt_runs(
         with tempfile.TemporaryDirectory(prefix="aoi-fl-shared-") as tmp:
             with tarfile.open(source) as archive:
                 archive.extractall(tmp, filter="data")
-            return _adopt_folder(_cache_root(Path(tmp)), Path(cache_dir), expected)
-    return _adopt_folder(_cache_root(source), Path(cache_dir), expected)
+            return _adopt_folder(_cache_root(Path(tmp)), Path(results_dir), expected)
+    return _adopt_folder(_cache_root(source), Path(results_dir), expected)
 
 
 def _cache_root(folder: Path) -> Path:
@@ -75,10 +77,10 @@ def _cache_root(folder: Path) -> Path:
 
 
 def _adopt_folder(
-    root: Path, cache_dir: Path, expected: Iterable[Mapping[str, Any]] | None
+    root: Path, results_dir: Path, expected: Iterable[Mapping[str, Any]] | None
 ) -> list[str]:
     keys = None if expected is None else {config_key(resolve_config(c)) for c in expected}
-    target = ResultStore(cache_dir)
+    target = ResultStore(results_dir)
     copies: list[tuple[str, dict[Path, bytes]]] = []
     for folder in sorted(p for p in (root / "runs").iterdir() if p.is_dir()):
         files = _checked_entry(folder, keys)

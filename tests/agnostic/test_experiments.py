@@ -121,7 +121,7 @@ def test_aoi_policy_p_uses_the_policys_parameters_and_the_sizes(estimator_calls)
 
 def test_induced_p_is_computed_once_per_process_and_kept_on_disk(estimator_calls, tmp_path):
     cache = str(tmp_path)
-    first = ax.induced_p("exp_prior", 0, "smoke", 20.0, cache_dir=cache)
+    first = ax.induced_p("exp_prior", 0, "smoke", 20.0, results_dir=cache)
     assert len(estimator_calls) == 1
     # the on-disk entry is a ResultStore entry under the key that induced_p documents
     key = {
@@ -134,35 +134,35 @@ def test_induced_p_is_computed_once_per_process_and_kept_on_disk(estimator_calls
     assert result == {"kind": "induced_p"}
     np.testing.assert_array_equal(arrays["p"], first)
     # in memory: the second call does not estimate again (bug: no memoisation)
-    second = ax.induced_p("exp_prior", 0, "smoke", 20.0, cache_dir=cache)
+    second = ax.induced_p("exp_prior", 0, "smoke", 20.0, results_dir=cache)
     assert len(estimator_calls) == 1
     np.testing.assert_array_equal(second, first)
     # a cleared in-memory cache (as in a fresh process) reads the disk: no estimate, same bits
     ax._induced_p.cache_clear()
-    third = ax.induced_p("exp_prior", 0, "smoke", 20.0, cache_dir=cache)
+    third = ax.induced_p("exp_prior", 0, "smoke", 20.0, results_dir=cache)
     assert len(estimator_calls) == 1
     np.testing.assert_array_equal(third, first)
     # every part of the key matters: another seed, tau, or sizes is estimated afresh
-    ax.induced_p("exp_prior", 1, "smoke", 20.0, cache_dir=cache)
-    ax.induced_p("exp_prior", 0, "smoke", 21.0, cache_dir=cache)
-    ax.induced_p("exp_prior", 0, "smoke", 20.0, sizes=np.full(N, 2.0), cache_dir=cache)
+    ax.induced_p("exp_prior", 1, "smoke", 20.0, results_dir=cache)
+    ax.induced_p("exp_prior", 0, "smoke", 21.0, results_dir=cache)
+    ax.induced_p("exp_prior", 0, "smoke", 20.0, sizes=np.full(N, 2.0), results_dir=cache)
     assert len(estimator_calls) == 4
     assert len(list((tmp_path / "runs").iterdir())) == 4
 
 
 def test_a_corrupt_disk_entry_is_recomputed(estimator_calls, tmp_path):
     cache = str(tmp_path)
-    first = ax.induced_p("exp_prior", 0, "smoke", 5.0, cache_dir=cache)
+    first = ax.induced_p("exp_prior", 0, "smoke", 5.0, results_dir=cache)
     (npz,) = (tmp_path / "runs").glob("*/arrays.npz")
     npz.write_bytes(npz.read_bytes()[:-10])  # truncated
     ax._induced_p.cache_clear()
     # bug: a damaged entry served (or crashing) instead of being estimated again
     with pytest.warns(UserWarning, match="corrupt cached result"):
-        again = ax.induced_p("exp_prior", 0, "smoke", 5.0, cache_dir=cache)
+        again = ax.induced_p("exp_prior", 0, "smoke", 5.0, results_dir=cache)
     assert len(estimator_calls) == 2
     np.testing.assert_array_equal(again, first)
     ax._induced_p.cache_clear()
-    ax.induced_p("exp_prior", 0, "smoke", 5.0, cache_dir=cache)  # repaired on disk
+    ax.induced_p("exp_prior", 0, "smoke", 5.0, results_dir=cache)  # repaired on disk
     assert len(estimator_calls) == 2
 
 
@@ -177,7 +177,7 @@ def test_the_number_of_draws_follows_the_profile(monkeypatch, tmp_path):
     ax._induced_p.cache_clear()
     try:
         for profile in ("smoke", "cpu", "paper"):
-            ax.induced_p("exp_prior", 0, profile, 10.0, cache_dir=str(tmp_path))
+            ax.induced_p("exp_prior", 0, profile, 10.0, results_dir=str(tmp_path))
     finally:
         ax._induced_p.cache_clear()
     # bug: a smoke estimate (2,000 draws) served to the cpu profile from the shared disk cache;
@@ -255,9 +255,9 @@ def test_ball_radius_is_twice_the_expected_client_model_norm():
 
 def test_config_estimates_p_of_its_own_process_when_not_given(estimator_calls, tmp_path):
     cfg = ax.config(
-        "linear_regression", "weighted_updates", 0, "smoke", tau=20.0, cache_dir=str(tmp_path)
+        "linear_regression", "weighted_updates", 0, "smoke", tau=20.0, results_dir=str(tmp_path)
     )
-    expected = ax.induced_p("exp_prior", 0, "smoke", 20.0, cache_dir=str(tmp_path))
+    expected = ax.induced_p("exp_prior", 0, "smoke", 20.0, results_dir=str(tmp_path))
     # bug: the weights of tau = 10 (the default) or of another seed used for tau = 20
     assert cfg["training"]["algorithm"]["p"] == expected.tolist()
     assert len(estimator_calls) == 1  # the config's estimate was cached and reused
@@ -272,12 +272,12 @@ def test_process_p_is_the_p_of_the_runs_process(estimator_calls, tmp_path):
     for tau in (10.0, INF):
         cfg = ax.config("linear_regression", "agnostic", 1, "smoke", tau=tau)
         np.testing.assert_array_equal(
-            ax.process_p(cfg, "smoke", cache_dir=cache),
-            ax.induced_p("exp_prior", 1, "smoke", tau, cache_dir=cache),
+            ax.process_p(cfg, "smoke", results_dir=cache),
+            ax.induced_p("exp_prior", 1, "smoke", tau, results_dir=cache),
         )
     # an AoI policy: p on the task's data sizes (100 samples per synthetic client)
     cfg = ax.config("linear_regression", "agnostic", 0, "smoke", process="markov_optimal", tau=None)
-    got = ax.process_p(cfg, "smoke", cache_dir=cache)
+    got = ax.process_p(cfg, "smoke", results_dir=cache)
     sampler = SAMPLERS["markov_optimal"](N, np.full(N, 100.0), m=15, m_prime=10, seed=10_000)
     np.testing.assert_allclose(got, brute_force_p(sampler, 2_000), rtol=0, atol=1e-12)
     assert len(estimator_calls) == 3
@@ -381,7 +381,7 @@ def test_run_table_and_gaps_by_hand(estimator_calls, tmp_path):
     cache = str(tmp_path)
     rules = ("agnostic", "weighted_updates")
     configs = [
-        ax.config("linear_regression", r, s, "smoke", cache_dir=cache)
+        ax.config("linear_regression", r, s, "smoke", results_dir=cache)
         for s in (0, 1)
         for r in rules
     ]
@@ -396,11 +396,11 @@ def test_run_table_and_gaps_by_hand(estimator_calls, tmp_path):
         # diverges at round 2: above 5x the initial loss, then not a number
         fake_run(rounds, [list(np.full(N, c)) for c in (1.0, 0.5, 6.0, np.nan)]),
     ]
-    table = ar.run_table(configs, results, "smoke", cache_dir=cache, last=2)
+    table = ar.run_table(configs, results, "smoke", results_dir=cache, last=2)
     assert list(table.aggregation) == ["agnostic", "weighted_updates"] * 2
     assert list(table.seed) == [0, 0, 1, 1]
     for row, seed in zip(table.itertuples(), (0, 0, 1, 1), strict=True):
-        p = ax.induced_p("exp_prior", seed, "smoke", 10.0, cache_dir=cache)
+        p = ax.induced_p("exp_prior", seed, "smoke", 10.0, results_dir=cache)
         weighted = sum(p[k] * (k + 1) for k in range(N))  # sum_i p_i (i + 1)
         assert row.skew == pytest.approx(sum(abs(p[k] - 1 / N) for k in range(N)))
         if row.Index == 0:  # mean of the last 2 evaluations: c = 2 and 1

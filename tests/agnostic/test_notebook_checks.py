@@ -440,7 +440,7 @@ def test_notebook_09_checks_on_the_committed_cache():
         process = ar.sec4_participation("cpu")
         optima = ar.least_squares_optima("cpu", RESULTS)
         configs = ax.figure1_grid("cpu", RESULTS)
-        results, missing = runs.cached_results(configs, cache_dir=RESULTS)
+        results, missing = runs.cached_results(configs, results_dir=RESULTS)
         assert missing == 0
         table = ar.run_table(configs, results, "cpu", DATA, RESULTS)
         curves = ar.figure1_curves(configs, results, "cpu", DATA, RESULTS)
@@ -459,12 +459,12 @@ def test_notebook_09_checks_on_the_committed_cache():
     # Theorem 4's rate: its runs and tables
     with ax.p_cache_read_only():
         tuning = ax.rate_tuning_grid("cpu")
-        tuning_results, missing = runs.cached_results(tuning, cache_dir=RESULTS)
+        tuning_results, missing = runs.cached_results(tuning, results_dir=RESULTS)
         assert missing == 0
-        tuning_table = ar.rate_table(tuning, tuning_results, "cpu", cache_dir=RESULTS)
+        tuning_table = ar.rate_table(tuning, tuning_results, "cpu", results_dir=RESULTS)
         c = ar.tuned_step_constant(tuning_table)
         grid = ax.rate_grid("cpu", c)
-        grid_results, missing = runs.cached_results(grid, cache_dir=RESULTS)
+        grid_results, missing = runs.cached_results(grid, results_dir=RESULTS)
         assert missing == 0
         table = ar.rate_table(grid, grid_results, "cpu", optima, RESULTS)
     rate = ar.theorem4_rate(grid, table)
@@ -479,12 +479,12 @@ def test_notebook_10_checks_on_the_committed_cache():
     with ax.p_cache_read_only():
         ps = ar.temperature_ps("cpu", RESULTS)
         configs = ax.figure2_grid("cpu", RESULTS)
-        results, missing = runs.cached_results(configs, cache_dir=RESULTS)
+        results, missing = runs.cached_results(configs, results_dir=RESULTS)
         assert missing == 0
         points = ar.gaps(ar.run_table(configs, results, "cpu", DATA, RESULTS), ax.FIG2_RULES)
         p_vectors = ar.aoi_policy_ps("cpu", DATA, RESULTS)
         aoi_configs = ax.aoi_policy_grid("cpu", DATA, RESULTS)
-        aoi_results, missing = runs.cached_results(aoi_configs, cache_dir=RESULTS)
+        aoi_results, missing = runs.cached_results(aoi_configs, results_dir=RESULTS)
         assert missing == 0
     lemma1 = ar.lemma1_check(ax.schedule("cpu")["p_draws"])
     trends = ar.trend_table(points)

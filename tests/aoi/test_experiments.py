@@ -193,10 +193,10 @@ def test_smoke_run_on_real_mnist_learns(tmp_path):
 
     config = ex.aoi_config("mnist", "iid", "markov_optimal", 0, ex.panel("main_mnist", "smoke"))
     assert config["dataset"] == {"name": "mnist", "n_train": 2000, "n_test": 200}
-    result = run_experiment(config, cache_dir=str(tmp_path), progress=False, data_root=DATA)
+    result = run_experiment(config, results_dir=str(tmp_path), progress=False, data_root=DATA)
     accuracy = result.history["test_accuracy"]
     assert accuracy[0] < 0.2 < 0.25 < accuracy[-1]
-    again = run_experiment(config, cache_dir=str(tmp_path), progress=False, data_root=DATA)
+    again = run_experiment(config, results_dir=str(tmp_path), progress=False, data_root=DATA)
     assert again.cached and again.history == result.history
     # the final weights of a screened run stay out of the cache, in its uncommitted weights/
     assert result.final_params == again.final_params == {}

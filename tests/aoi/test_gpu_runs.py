@@ -47,7 +47,7 @@ def gpu_configs(split: str) -> list[dict]:
 
 def test_the_32_gpu_runs_are_committed_under_their_configurations_keys():
     configs = gpu_configs("iid") + gpu_configs("noniid")
-    found, missing = cached_results(configs, cache_dir=RESULTS)  # each entry's seal checked
+    found, missing = cached_results(configs, results_dir=RESULTS)  # each entry's seal checked
     assert (len(found), missing) == (32, 0)
     assert {r.device for r in found} == {"cuda:0"}
     for result in found:
@@ -61,7 +61,7 @@ def test_the_first_round_of_a_gpu_run_replayed_on_the_cpu_agrees(split, policy):
     if not (root / "MNIST").exists():
         pytest.skip(f"no MNIST under {root} (`make data` fetches it)")
     config = next(c for c in gpu_configs(split) if c["sampler"]["name"] == policy)
-    (gpu,), _ = cached_results([config], cache_dir=RESULTS)
+    (gpu,), _ = cached_results([config], results_dir=RESULTS)
     replay = json.loads(json.dumps(config))
     replay["training"]["rounds"] = 1
     trainer = build_trainer(replay, str(root), "cpu")

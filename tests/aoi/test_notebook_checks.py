@@ -53,11 +53,11 @@ def test_notebook_08_checks_on_the_committed_cache(monkeypatch, capsys):
     tables = {}
     for dataset in ("mnist",):  # CIFAR cannot be had offline: the cache has none of its runs
         found, missing = runs.cached_results(
-            experiments.aoi_grid(dataset, PROFILE), cache_dir=results_dir
+            experiments.aoi_grid(dataset, PROFILE), results_dir=results_dir
         )
         assert found and not missing, f"{dataset}: {missing} runs of the cpu panel not cached"
         tables[dataset] = experiments.selection_skew(
-            found, PROFILE, cache_dir=results_dir, data_root=data_root
+            found, PROFILE, results_dir=results_dir, data_root=data_root
         )
     checks.check_table2(tables, figures.table2(tables), PROFILE)
     assert "skipped" not in capsys.readouterr().out

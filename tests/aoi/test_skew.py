@@ -272,17 +272,17 @@ def linear_config(policy, seed, rounds=4):
 def test_selection_skew_table(tmp_path):
     cache = str(tmp_path)
     results = [
-        run_experiment(linear_config(p, s), cache_dir=cache, progress=False)
+        run_experiment(linear_config(p, s), results_dir=cache, progress=False)
         for p in ("random", "probabilistic")
         for s in (0, 1)
     ]
     criterion = LocalOptimumCriterion(chunk_epochs=2, tol=1e-3, max_epochs=10, lr=0.05)
-    table = ex.selection_skew(results, "smoke", criterion=criterion, cache_dir=cache)
+    table = ex.selection_skew(results, "smoke", criterion=criterion, results_dir=cache)
     assert list(table.columns) == list(ex.SKEW_COLUMNS)
     row = table.loc[("noniid", "random")]  # a natural partition
     per_seed = []
     for r in results[:2]:
-        opt = ex.local_optima_to_criterion(r.config, criterion, cache_dir=cache)
+        opt = ex.local_optima_to_criterion(r.config, criterion, results_dir=cache)
         sens = skew_sensitivity(r.history, client_sizes(r.config), opt.losses, opt.residual)
         per_seed.append((sens.estimate.mean, sens.zero.mean, sens.raised.mean, opt.change))
     v = np.array(per_seed)
@@ -295,12 +295,12 @@ def test_selection_skew_table(tmp_path):
     device = "cuda" if torch.cuda.is_available() else "cpu"  # the default device is auto
     assert opt.device.split(":")[0] == device and (table["F* device"] == opt.device).all()
     # the local optima were cached under the criterion: a cached copy gives the same table
-    again = ex.selection_skew(results, "smoke", criterion=criterion, cache_dir=cache)
+    again = ex.selection_skew(results, "smoke", criterion=criterion, results_dir=cache)
     assert again.equals(table)
     # runs of two panels under one (split, policy) are refused
-    other = run_experiment(linear_config("random", 2, rounds=3), cache_dir=cache, progress=False)
+    other = run_experiment(linear_config("random", 2, rounds=3), results_dir=cache, progress=False)
     with pytest.raises(ValueError, match="differ in more than their seeds"):
-        ex.selection_skew([*results, other], "smoke", criterion=criterion, cache_dir=cache)
+        ex.selection_skew([*results, other], "smoke", criterion=criterion, results_dir=cache)
     no_losses = SimpleNamespace(config=results[0].config, history={"selected": []})
     with pytest.raises(ValueError, match="record_clients"):
-        ex.selection_skew([no_losses], "smoke", criterion=criterion, cache_dir=cache)
+        ex.selection_skew([no_losses], "smoke", criterion=criterion, results_dir=cache)

@@ -174,12 +174,12 @@ def test_local_optima_are_gradient_descent_from_theta0_and_reach_least_squares(p
         assert sizes.tolist() == [47.0, 13.0]  # unequal sizes: q differs from 1/2
     cache = str(tmp_path)
     # the fixed budget (local_optima): exactly 7 full-batch steps from theta_0 = 0
-    fixed = ex.local_optima(config(partition), epochs=7, lr=LR, cache_dir=cache)
+    fixed = ex.local_optima(config(partition), epochs=7, lr=LR, results_dir=cache)
     expected = [loss(gd(np.zeros(3), xy, 7), xy) for xy in data]
     np.testing.assert_allclose(fixed, expected, rtol=FLOAT32)
 
     criterion = LocalOptimumCriterion(chunk_epochs=10, tol=1e-6, max_epochs=400, lr=LR)
-    opt = ex.local_optima_to_criterion(config(partition), criterion, cache_dir=cache)
+    opt = ex.local_optima_to_criterion(config(partition), criterion, results_dir=cache)
     # the losses after opt.epochs steps and the chunk before, in closed form
     after = np.array([loss(gd(np.zeros(3), xy, opt.epochs), xy) for xy in data])
     before = np.array([loss(gd(np.zeros(3), xy, opt.epochs - 10), xy) for xy in data])
@@ -205,7 +205,7 @@ def test_local_optima_are_gradient_descent_from_theta0_and_reach_least_squares(p
     assert np.all(opt.losses - exact <= excess)
     assert np.all(excess < 1e-4 * exact)  # the bound is tight enough to mean something
     # a second call is a cache hit with the same numbers
-    again = ex.local_optima_to_criterion(config(partition), criterion, cache_dir=cache)
+    again = ex.local_optima_to_criterion(config(partition), criterion, results_dir=cache)
     np.testing.assert_array_equal(again.losses, opt.losses)
     assert again.epochs == opt.epochs and again.converged
     # where both were computed is recorded beside them (not in the key, as for runs)
@@ -230,7 +230,7 @@ def test_skew_of_a_run_is_eq_24_on_the_closed_form_trajectory(partition, tmp_pat
     data = clients(partition)
     sizes = client_sizes(config(partition))
     q = sizes / sizes.sum()
-    run = run_experiment(config(partition), cache_dir=str(tmp_path), progress=False)
+    run = run_experiment(config(partition), results_dir=str(tmp_path), progress=False)
     h = run.history
     assert [len(s) for s in h["selected"]] == [1] * 6 and all(w == [1.0] for w in h["weights"])
     assert len({s[0] for s in h["selected"]}) == 2  # both clients are selected at some round
@@ -277,10 +277,10 @@ def test_full_participation_with_size_weights_has_skew_one_in_every_round(tmp_pa
     client_sizes that do not match the sampler's or the partition's client order, and a
     denominator or numerator weighted by anything but the data sizes."""
     c = config("zipf", m=2)
-    run = run_experiment(c, cache_dir=str(tmp_path), progress=False)
+    run = run_experiment(c, results_dir=str(tmp_path), progress=False)
     sizes = client_sizes(c)
     assert all(w == pytest.approx([47 / 60, 13 / 60]) for w in run.history["weights"])
-    opt = ex.local_optima(c, epochs=50, lr=LR, cache_dir=str(tmp_path))
+    opt = ex.local_optima(c, epochs=50, lr=LR, results_dir=str(tmp_path))
     s = skew_of_run(run.history, sizes, opt)
     np.testing.assert_allclose(s.rho_current, 1.0, rtol=1e-12)
     np.testing.assert_allclose(s.rho_final, 1.0, rtol=1e-12)
@@ -299,10 +299,10 @@ def test_selection_skew_table_is_the_closed_form_over_seeds(tmp_path):
     configuration, or drops a seed."""
     cache = str(tmp_path)
     configs = [config("zipf", seed=s) for s in (0, 1)]
-    results = [run_experiment(c, cache_dir=cache, progress=False) for c in configs]
+    results = [run_experiment(c, results_dir=cache, progress=False) for c in configs]
     assert results[0].history["selected"] != results[1].history["selected"]  # seeds differ
     criterion = LocalOptimumCriterion(chunk_epochs=10, tol=1e-6, max_epochs=400, lr=LR)
-    table = ex.selection_skew(results, "smoke", criterion=criterion, cache_dir=cache)
+    table = ex.selection_skew(results, "smoke", criterion=criterion, results_dir=cache)
     assert list(table.index) == [("noniid", "random")]  # a Zipf partition is not "iid"
     row = table.loc[("noniid", "random")]
 

@@ -405,7 +405,7 @@ def test_a_faster_row_matches_only_its_own_line():
     assert re.search(other.printed_as, text, flags=re.M).group(1) == "not held"
 
 
-def synthetic_load(tier, profile, policies=None, availabilities=None, *, cache_dir="results"):
+def synthetic_load(tier, profile, policies=None, availabilities=None, *, results_dir="results"):
     """:func:`aoi_fl.arena.results.load` on made-up runs: markov_optimal faster than uniform
     under bernoulli, slower under diurnal, the same under the others; every other policy random."""
     policies = ex.POLICIES if policies is None else tuple(policies)

@@ -129,11 +129,11 @@ def test_the_device_is_not_part_of_the_key_but_is_recorded(tmp_path):
     assert cache.config_key(runs.resolve_config(on_cpu)) == cache.config_key(
         runs.resolve_config(config)
     )
-    result = runs.run_experiment(on_cpu, cache_dir=str(tmp_path), progress=False)
+    result = runs.run_experiment(on_cpu, results_dir=str(tmp_path), progress=False)
     assert (result.device, result.cached) == ("cpu", False)
     stored = json.loads((tmp_path / "runs" / result.key / "result.json").read_text())
     assert stored["result"]["device"] == "cpu"
-    again = runs.run_experiment(config, cache_dir=str(tmp_path), progress=False)
+    again = runs.run_experiment(config, results_dir=str(tmp_path), progress=False)
     assert (again.device, again.cached, again.key) == ("cpu", True, result.key)
 
 
@@ -141,7 +141,7 @@ def test_a_bad_device_in_a_configuration_is_refused_before_training(tmp_path):
     config = tiny_config()
     config["training"]["device"] = "gpu0"
     with pytest.raises(ValueError, match="device must be"):
-        runs.run_experiment(config, cache_dir=str(tmp_path), progress=False)
+        runs.run_experiment(config, results_dir=str(tmp_path), progress=False)
     assert not (tmp_path / "runs").exists()
 
 

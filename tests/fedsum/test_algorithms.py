@@ -524,9 +524,9 @@ def test_interrupted_run_resumes_from_its_checkpoint_to_the_same_numbers(
         trainer.run_round()
     CheckpointStore(tmp_path / "resumed", resolved).save(3, *trainer.state_dict())
     calls = request.getfixturevalue("rounds_run")
-    resumed = runs.run_experiment(config, cache_dir=str(tmp_path / "resumed"), progress=False)
+    resumed = runs.run_experiment(config, results_dir=str(tmp_path / "resumed"), progress=False)
     assert calls == list(range(3, 8))  # continued from the checkpoint
-    clean = runs.run_experiment(config, cache_dir=str(tmp_path / "clean"), progress=False)
+    clean = runs.run_experiment(config, results_dir=str(tmp_path / "clean"), progress=False)
     assert resumed.history == clean.history
     for k, v in clean.final_params.items():
         np.testing.assert_array_equal(resumed.final_params[k], v)

@@ -149,7 +149,9 @@ def test_run_planned_caches_small_summaries_and_reuses_them(tmp_path, monkeypatc
         ("biased", "fedsum"),
         ("biased", "fedavg"),
     ]
-    full = runs.run_experiment(planned[0].config, cache_dir=str(tmp_path / "full"), data_root=DATA)
+    full = runs.run_experiment(
+        planned[0].config, results_dir=str(tmp_path / "full"), data_root=DATA
+    )
     assert full.cached  # the full history went to the work folder
     s = out[0]
     assert s.eval_round.tolist() == full.history["eval_round"]

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _cached(configs: list[dict]) -> list:
-    found, missing = runs.cached_results(configs, cache_dir=str(REPO / "results"))
+    found, missing = runs.cached_results(configs, results_dir=str(REPO / "results"))
     assert missing == 0, f"{missing} of {len(configs)} runs are not in the committed cache"
     return found
 

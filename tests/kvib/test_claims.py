@@ -197,7 +197,7 @@ def _figure2(monkeypatch, curves, costs, feedback=None):
         for name, loss in curves.items()
         for s in range(3)
     ]
-    monkeypatch.setattr(kc.runs, "cached_results", lambda configs, cache_dir: (fake, 0))
+    monkeypatch.setattr(kc.runs, "cached_results", lambda configs, results_dir: (fake, 0))
     return {c.key: c for c in kc.figure2_claims("cpu", "unused")}
 
 
@@ -294,7 +294,7 @@ def _k_grid(monkeypatch, variance):
         for k in (5, 10, 20, 40)
         for s in range(3)
     ]
-    monkeypatch.setattr(kc.runs, "cached_results", lambda configs, cache_dir: (fake, 0))
+    monkeypatch.setattr(kc.runs, "cached_results", lambda configs, results_dir: (fake, 0))
     return {c.key: c for c in kc.figure3_claims("cpu", "unused")}
 
 
@@ -333,7 +333,7 @@ def _figure4(monkeypatch, hits, plateaus, diverged=()):
                 loss[30] = 20.0
             acc = _accuracy(hit + s * (1 if name == "kvib" else 2), plateaus[name] + 0.001 * s)
             fake.append(_fake(name, s, loss, k=kc.kx.MNIST_K, accuracy=acc, every=1))
-    monkeypatch.setattr(kc.runs, "cached_results", lambda configs, cache_dir: (fake, 0))
+    monkeypatch.setattr(kc.runs, "cached_results", lambda configs, results_dir: (fake, 0))
     return {c.key: c for c in kc.figure4_claims("cpu", "unused")}
 
 

@@ -53,7 +53,7 @@ def test_smoke_runs_give_curves_and_a_table(tmp_path):
         kx.synthetic_config(name, seed, "smoke")
         for name, seed in (("uniform_unbiased", 0), ("kvib", 0), ("kvib", 1), ("optimal", 0))
     ]
-    results = runs.run_grid(configs, cache_dir=str(tmp_path), progress=False)
+    results = runs.run_grid(configs, results_dir=str(tmp_path), progress=False)
     groups = kr.curves_by_label(results)
     assert set(groups) == {("uniform_unbiased", 4, None), ("kvib", 4, None), ("optimal", 4, None)}
     assert len(groups[("kvib", 4, None)]) == 2

@@ -58,9 +58,9 @@ def with_sampler(config, **changes):
     return out
 
 
-def run(config, cache_dir, data_root, **kw):
+def run(config, results_dir, data_root, **kw):
     return run_experiment(
-        config, cache_dir=str(cache_dir), data_root=data_root, progress=False, **kw
+        config, results_dir=str(results_dir), data_root=data_root, progress=False, **kw
     )
 
 
@@ -76,8 +76,8 @@ def replayed(config, data_root, rounds):
     return np.array([model.mask(t) for t in range(rounds)])
 
 
-def stored_files(cache_dir, key):
-    return sorted(p.name for p in (Path(cache_dir) / "runs" / key).iterdir())
+def stored_files(results_dir, key):
+    return sorted(p.name for p in (Path(results_dir) / "runs" / key).iterdir())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -152,7 +152,7 @@ def test_available_is_the_models_count_and_every_selected_client_was_available(
 ):
     policies = ("random", "kvib", *LOSS_PROBING, "clustered_similarity", "markov_available")
     configs = [arena(p, availability, seed=1, rounds=4) for p in policies]
-    results = runs.run_grid(configs, cache_dir=str(tmp_path), data_root=data_root, progress=False)
+    results = runs.run_grid(configs, results_dir=str(tmp_path), data_root=data_root, progress=False)
     masks = replayed(configs[0], data_root, 4)
     assert (masks.sum(axis=1) > 0).all()
     for policy, result in zip(policies, results, strict=True):
@@ -274,7 +274,7 @@ def slow_round(self):
     original(self)
     time.sleep(0.3)
 train.FederatedTrainer.run_round = slow_round
-runs.run_experiment(json.loads(sys.argv[1]), cache_dir=sys.argv[2], data_root=sys.argv[3],
+runs.run_experiment(json.loads(sys.argv[1]), results_dir=sys.argv[2], data_root=sys.argv[3],
                     progress=False, checkpoint_every=2, checkpoint_seconds=0)
 """
 
@@ -284,10 +284,10 @@ def test_a_killed_run_with_availability_and_oort_resumes_to_the_same_numbers(
     tmp_path, data_root, request
 ):
     config = arena("oort", "markov_onoff", seed=1, rounds=10)
-    cache_dir = tmp_path / "killed"
-    latest = CheckpointStore(cache_dir, resolve_config(config)).folder / "latest.json"
+    results_dir = tmp_path / "killed"
+    latest = CheckpointStore(results_dir, resolve_config(config)).folder / "latest.json"
     child = subprocess.Popen(
-        [sys.executable, "-c", _CHILD, json.dumps(config), str(cache_dir), data_root]
+        [sys.executable, "-c", _CHILD, json.dumps(config), str(results_dir), data_root]
     )
     try:
         deadline = time.monotonic() + 120
@@ -299,10 +299,10 @@ def test_a_killed_run_with_availability_and_oort_resumes_to_the_same_numbers(
         child.kill()
         child.wait()
     assert child.returncode == -signal.SIGKILL
-    assert not (cache_dir / "runs").exists()
+    assert not (results_dir / "runs").exists()
     checkpoint_round = json.loads(latest.read_text())["round"]
     calls = request.getfixturevalue("rounds_run")
-    resumed = run(config, cache_dir, data_root)
+    resumed = run(config, results_dir, data_root)
     assert calls == list(range(checkpoint_round, 10))
     assert resumed.history == run(config, tmp_path / "clean", data_root).history
 
@@ -318,12 +318,12 @@ def test_two_workers_store_what_one_worker_stores(tmp_path, data_root):
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        one = runs.run_grid(grid, cache_dir=str(tmp_path / "one"), data_root=data_root)
+        one = runs.run_grid(grid, results_dir=str(tmp_path / "one"), data_root=data_root)
     finally:
         torch.set_num_threads(before)
     two = runs.run_grid(
         grid,
-        cache_dir=str(tmp_path / "two"),
+        results_dir=str(tmp_path / "two"),
         data_root=data_root,
         workers=2,
         threads=1,
@@ -357,9 +357,9 @@ def nothing_runs(monkeypatch, tmp_path):
     monkeypatch.setattr(runs, "load_bundle", forbidden("a dataset was loaded"))
     monkeypatch.setattr(experiment, "build_trainer", forbidden("a trainer was built"))
     monkeypatch.setattr(runs, "build_trainer", forbidden("a trainer was built"))
-    cache_dir = tmp_path / "cache"
-    yield str(cache_dir), str(tmp_path / "no-data")
-    assert not cache_dir.exists(), "something was written"
+    results_dir = tmp_path / "cache"
+    yield str(results_dir), str(tmp_path / "no-data")
+    assert not results_dir.exists(), "something was written"
 
 
 def with_availability(spec, policy="oort"):
@@ -418,14 +418,14 @@ BAD = [
 
 @pytest.mark.parametrize("spec, error, message", BAD, ids=lambda x: str(x)[:40])
 def test_a_bad_availability_section_fails_before_any_work(nothing_runs, spec, error, message):
-    cache_dir, data_root = nothing_runs
+    results_dir, data_root = nothing_runs
     config = with_availability(spec)
     with pytest.raises(error, match=message):
         resolve_config(config)
     with pytest.raises(error, match=message):
-        run(config, cache_dir, data_root)
+        run(config, results_dir, data_root)
     with pytest.raises(error, match=message):
-        runs.run_grid([arena("oort"), config], cache_dir=cache_dir, data_root=data_root)
+        runs.run_grid([arena("oort"), config], results_dir=results_dir, data_root=data_root)
 
 
 @pytest.mark.parametrize(
@@ -436,7 +436,7 @@ def test_a_bad_availability_section_fails_before_any_work(nothing_runs, spec, er
     ],
 )
 def test_a_sampler_that_ignores_availability_is_refused_with_a_model(nothing_runs, sampler):
-    cache_dir, data_root = nothing_runs
+    results_dir, data_root = nothing_runs
     assert sampler["name"] not in registry.AVAILABILITY_AWARE
     config = {**arena("uniform", "markov_onoff"), "sampler": sampler}
     message = (
@@ -444,7 +444,7 @@ def test_a_sampler_that_ignores_availability_is_refused_with_a_model(nothing_run
         r"availability-aware samplers: \[.*'oort'"
     )
     with pytest.raises(ValueError, match=message):
-        run(config, cache_dir, data_root)
+        run(config, results_dir, data_root)
     # everyone available is what it was written for
     assert "availability" not in resolve_config({**config, "availability": {"name": "always"}})
 
@@ -452,10 +452,10 @@ def test_a_sampler_that_ignores_availability_is_refused_with_a_model(nothing_run
 @pytest.mark.parametrize("option", sorted(NEW_DEFAULTS))
 @pytest.mark.parametrize("value", [1, 0, "yes", None, 1.0])
 def test_the_new_training_options_take_true_or_false_only(nothing_runs, option, value):
-    cache_dir, data_root = nothing_runs
+    results_dir, data_root = nothing_runs
     config = arena("uniform", **{option: value})
     with pytest.raises(TypeError, match=rf"training.{option} must be True or False, got {value!r}"):
-        run(config, cache_dir, data_root)
+        run(config, results_dir, data_root)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def with_changes(config, section, **changes):
 
 
 def run(tmp_path, config=CONFIG, **kw):
-    return run_experiment(config, cache_dir=str(tmp_path), progress=False, **kw)
+    return run_experiment(config, results_dir=str(tmp_path), progress=False, **kw)
 
 
 def assert_same_run(a, b):
@@ -236,7 +236,7 @@ def test_run_grid_in_this_process_leaves_the_thread_setting_alone(tmp_path):
     before = torch.get_num_threads()
     target = 2 if before == 1 else 1
     short = with_changes(CONFIG, "training", rounds=1)
-    (result,) = runs.run_grid([short], cache_dir=str(tmp_path), threads=target, progress=False)
+    (result,) = runs.run_grid([short], results_dir=str(tmp_path), threads=target, progress=False)
     assert result.history["eval_round"] == [0, 1]
     assert torch.get_num_threads() == before
 
@@ -250,14 +250,14 @@ def test_run_grid_two_workers_give_one_workers_results_and_report_each_run(tmp_p
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        one = runs.run_grid(grid[:1], cache_dir=str(tmp_path / "one"), progress=False)
-        serial = runs.run_grid(grid, cache_dir=str(tmp_path / "serial"), progress=False)
+        one = runs.run_grid(grid[:1], results_dir=str(tmp_path / "one"), progress=False)
+        serial = runs.run_grid(grid, results_dir=str(tmp_path / "serial"), progress=False)
     finally:
         torch.set_num_threads(before)
     seen = []
     two = runs.run_grid(
         grid,
-        cache_dir=str(tmp_path / "two"),
+        results_dir=str(tmp_path / "two"),
         workers=2,
         threads=1,
         progress=False,
@@ -268,7 +268,7 @@ def test_run_grid_two_workers_give_one_workers_results_and_report_each_run(tmp_p
     for a, b in zip(serial, two, strict=True):
         assert_same_run(a, b)
     again = []
-    runs.run_grid(grid, cache_dir=str(tmp_path / "two"), on_result=lambda i, r: again.append(i))
+    runs.run_grid(grid, results_dir=str(tmp_path / "two"), on_result=lambda i, r: again.append(i))
     assert again == [0, 1, 2]  # cache hits are reported too, in order
 
 
@@ -312,14 +312,14 @@ def test_checkpoints_are_written_every_k_rounds_but_not_more_often_than_asked(
     config = with_changes(CONFIG, "training", rounds=5)
     run_experiment(
         config,
-        cache_dir=str(tmp_path),
+        results_dir=str(tmp_path),
         progress=False,
         checkpoint_every=2,
         checkpoint_seconds=seconds,
     )
     assert rounds == saved  # never after the last round: the result replaces the checkpoint
     with pytest.raises(ValueError, match="checkpoint_seconds must be >= 0, got -1"):
-        run_experiment(config, cache_dir=str(tmp_path / "x"), checkpoint_seconds=-1)
+        run_experiment(config, results_dir=str(tmp_path / "x"), checkpoint_seconds=-1)
 
 
 @pytest.mark.slow
@@ -368,7 +368,7 @@ def slow_round(self):
     original(self)
     time.sleep(0.2)
 train.FederatedTrainer.run_round = slow_round
-runs.run_experiment(json.loads(sys.argv[1]), cache_dir=sys.argv[2], progress=False,
+runs.run_experiment(json.loads(sys.argv[1]), results_dir=sys.argv[2], progress=False,
                     checkpoint_every=2, checkpoint_seconds=0)
 """
 
@@ -417,5 +417,14 @@ def test_a_grid_resolves_each_configuration_once(tmp_path, monkeypatch):
     calls = []
     real = resolve.resolve_config
     monkeypatch.setattr(resolve, "resolve_config", lambda c: calls.append(1) or real(c))
-    (result,) = runs.run_grid([CONFIG], cache_dir=str(tmp_path), progress=False)
+    (result,) = runs.run_grid([CONFIG], results_dir=str(tmp_path), progress=False)
     assert not result.cached and len(calls) == 1  # grid, batch, trainer: resolved once
+
+
+def test_the_old_name_of_the_results_folder_still_works_with_a_warning(tmp_path):
+    trained = run(tmp_path)
+    with pytest.warns(DeprecationWarning, match=r"run_grid\(cache_dir=\.\.\.\) is now run_grid"):
+        (hit,) = runs.run_grid([CONFIG], cache_dir=str(tmp_path), progress=False)
+    assert hit.cached and hit.history == trained.history
+    with pytest.raises(TypeError, match=r"cached_results\(\) got cache_dir= and results_dir="):
+        runs.cached_results([CONFIG], cache_dir=str(tmp_path), results_dir=str(tmp_path))

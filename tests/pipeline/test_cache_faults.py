@@ -35,11 +35,11 @@ TINY = {**CONFIG_TINY, "training": {**CONFIG_TINY["training"], "rounds": 4}}
 TINY_WEIGHTS = {**TINY, "training": {**TINY["training"], "keep_params": False}}
 
 
-def run(cache_dir, config=TINY):
+def run(results_dir, config=TINY):
     """``config`` trained with a checkpoint after every round but the last."""
     return runs.run_experiment(
         config,
-        cache_dir=str(cache_dir),
+        results_dir=str(results_dir),
         progress=False,
         checkpoint_every=1,
         checkpoint_seconds=0,
@@ -164,19 +164,19 @@ def test_an_unwritable_folder_is_refused_before_any_work(tmp_path, monkeypatch, 
     monkeypatch.setattr(runs, "load_bundle", forbidden)
     monkeypatch.setattr(experiment, "build_trainer", forbidden)
     monkeypatch.setattr(runs, "build_trainer", forbidden)
-    cache_dir = tmp_path / "cache"
-    folder = cache_dir / sub if sub else cache_dir
+    results_dir = tmp_path / "cache"
+    folder = results_dir / sub if sub else results_dir
     read_only(folder)
     message = (
-        rf"cache_dir='{re.escape(str(cache_dir))}' must be writable to store new runs: "
+        rf"results_dir='{re.escape(str(results_dir))}' must be writable to store new runs: "
         rf"\[Errno 13\] {re.escape(str(folder))} is not writable \(Permission denied\); "
-        "make it writable or pass another cache_dir"
+        "make it writable or pass another results_dir"
     )
     with pytest.raises(ValueError, match=message):
-        run(cache_dir)
+        run(results_dir)
     with pytest.raises(ValueError, match=message):
-        runs.run_grid([TINY_WEIGHTS], cache_dir=str(cache_dir), workers=2, progress=False)
-    assert leftovers(cache_dir) == []
+        runs.run_grid([TINY_WEIGHTS], results_dir=str(results_dir), workers=2, progress=False)
+    assert leftovers(results_dir) == []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,13 +256,13 @@ class Crafted:
     """Not a tensor: torch.load(weights_only=True) refuses to unpickle it."""
 
 
-def _checkpoint(cache_dir):
+def _checkpoint(results_dir):
     """A true checkpoint of TINY after two of its four rounds."""
     resolved = resolve_config(TINY)
     trainer = runs.build_trainer(resolved)
     trainer.run_round()
     trainer.run_round()
-    store = CheckpointStore(cache_dir, resolved)
+    store = CheckpointStore(results_dir, resolved)
     store.save(2, *trainer.state_dict())
     return store
 
@@ -404,7 +404,7 @@ def test_a_full_disk_when_storing_the_result_names_folder_and_bytes(
     message = (
         rf"\[Errno 28\] no space left to store a result in {re.escape(str(entry))}: it needs "
         rf"{needed} bytes, its file system has 1234 bytes free; free some space there or pass "
-        "another cache_dir"
+        "another results_dir"
     )
     with pytest.raises(OSError, match=message) as raised:
         run(tmp_path, config)

@@ -80,7 +80,7 @@ def changed(config, path, value):
 @pytest.fixture
 def nothing_runs(monkeypatch, tmp_path):
     """A cache folder and a data root in which nothing may happen: loading data or building a
-    trainer fails the test. Yields (cache_dir, data_root)."""
+    trainer fails the test. Yields (results_dir, data_root)."""
 
     def forbidden(what):
         def fail(*args, **kwargs):
@@ -92,21 +92,21 @@ def nothing_runs(monkeypatch, tmp_path):
     monkeypatch.setattr(runs, "load_bundle", forbidden("a dataset was loaded"))
     monkeypatch.setattr(experiment, "build_trainer", forbidden("a trainer was built"))
     monkeypatch.setattr(runs, "build_trainer", forbidden("a trainer was built"))
-    cache_dir = tmp_path / "cache"
-    yield str(cache_dir), str(tmp_path / "no-data")
-    assert not (cache_dir / "runs").exists(), "something was cached"
+    results_dir = tmp_path / "cache"
+    yield str(results_dir), str(tmp_path / "no-data")
+    assert not (results_dir / "runs").exists(), "something was cached"
 
 
-def run(config, cache_dir, data_root):
-    return runs.run_experiment(config, cache_dir=cache_dir, data_root=data_root, progress=False)
+def run(config, results_dir, data_root):
+    return runs.run_experiment(config, results_dir=results_dir, data_root=data_root, progress=False)
 
 
-def assert_fails_before_work(config, error, message, cache_dir, data_root):
+def assert_fails_before_work(config, error, message, results_dir, data_root):
     """Every entry point refuses ``config`` with ``message`` before doing anything."""
     for call in (
-        lambda: run(config, cache_dir, data_root),
-        lambda: runs.run_grid([TINY, config], cache_dir=cache_dir, progress=False),
-        lambda: runs.cached_results([config], cache_dir=cache_dir),
+        lambda: run(config, results_dir, data_root),
+        lambda: runs.run_grid([TINY, config], results_dir=results_dir, progress=False),
+        lambda: runs.cached_results([config], results_dir=results_dir),
         lambda: runs.client_sizes(config, data_root),
     ):
         with pytest.raises(error, match=message):
@@ -126,37 +126,37 @@ def unwritable(tmp_path):
 
 def test_an_unwritable_cache_fails_before_training(nothing_runs, tmp_path):
     _, data_root = nothing_runs
-    cache_dir = unwritable(tmp_path)
-    message = r"cache_dir='.*file/cache' must be writable to store new runs"
+    results_dir = unwritable(tmp_path)
+    message = r"results_dir='.*file/cache' must be writable to store new runs"
     with pytest.raises(ValueError, match=message):
-        run(TINY, cache_dir, data_root)
+        run(TINY, results_dir, data_root)
     with pytest.raises(ValueError, match=message):
-        runs.run_grid([TINY, changed(TINY, "model.seed", 1)], cache_dir=cache_dir, workers=2)
+        runs.run_grid([TINY, changed(TINY, "model.seed", 1)], results_dir=results_dir, workers=2)
 
 
 def test_a_cache_folder_is_created_when_missing(tmp_path):
-    cache_dir = tmp_path / "new" / "cache"
-    result = run(TINY, str(cache_dir), str(tmp_path / "no-data"))
-    assert not result.cached and (cache_dir / "runs" / result.key / "result.json").exists()
+    results_dir = tmp_path / "new" / "cache"
+    result = run(TINY, str(results_dir), str(tmp_path / "no-data"))
+    assert not result.cached and (results_dir / "runs" / result.key / "result.json").exists()
     # the probes of the writability check are gone
-    assert [p.name for p in cache_dir.iterdir()] == ["runs"]
-    assert [p.name for p in (cache_dir / "runs").iterdir()] == [result.key]
+    assert [p.name for p in results_dir.iterdir()] == ["runs"]
+    assert [p.name for p in (results_dir / "runs").iterdir()] == [result.key]
 
 
 def test_a_read_only_cache_holding_every_result_is_still_read(tmp_path, monkeypatch):
-    cache_dir = str(tmp_path / "cache")
-    trained = run(TINY, cache_dir, str(tmp_path))
+    results_dir = str(tmp_path / "cache")
+    trained = run(TINY, results_dir, str(tmp_path))
 
     # read-only as a user sees it (root ignores permission bits): any write attempt fails
     def read_only(self):
         raise OSError(30, "Read-only file system")
 
     monkeypatch.setattr(cache.ResultStore, "check_writable", read_only)
-    assert run(TINY, cache_dir, str(tmp_path)).cached
-    (hit,) = runs.run_grid([TINY], cache_dir=cache_dir, progress=False)
+    assert run(TINY, results_dir, str(tmp_path)).cached
+    (hit,) = runs.run_grid([TINY], results_dir=results_dir, progress=False)
     assert hit.cached and hit.history == trained.history
     with pytest.raises(ValueError, match="must be writable to store new runs"):
-        run(changed(TINY, "model.seed", 1), cache_dir, str(tmp_path))
+        run(changed(TINY, "model.seed", 1), results_dir, str(tmp_path))
 
 
 def committed_run_configs():
@@ -181,7 +181,7 @@ def test_the_committed_cache_is_read_without_writing(monkeypatch):
     monkeypatch.setattr(cache.ResultStore, "check_writable", never)
     monkeypatch.setattr(experiment, "build_trainer", never)
     monkeypatch.setattr(runs, "build_trainer", never)
-    found = runs.run_grid(configs, cache_dir=str(COMMITTED.parent), progress=False)
+    found = runs.run_grid(configs, results_dir=str(COMMITTED.parent), progress=False)
     assert [r.cached for r in found] == [True] * 3
 
 
@@ -510,10 +510,12 @@ GRID_ERRORS = [
 
 @pytest.mark.parametrize("bad, error, message", GRID_ERRORS)
 def test_a_grid_trains_nothing_when_one_configuration_is_bad(nothing_runs, bad, error, message):
-    cache_dir, data_root = nothing_runs
+    results_dir, data_root = nothing_runs
     for workers in (1, 2):
         with pytest.raises(error, match=message):
-            runs.run_grid([TINY, bad], cache_dir=cache_dir, data_root=data_root, workers=workers)
+            runs.run_grid(
+                [TINY, bad], results_dir=results_dir, data_root=data_root, workers=workers
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -553,14 +555,14 @@ def test_a_string_that_is_not_a_number_is_checked_as_the_option_s_type(nothing_r
 
 
 def test_run_grid_reports_cached_only_for_results_it_read(tmp_path):
-    cache_dir = str(tmp_path / "cache")
+    results_dir = str(tmp_path / "cache")
     first, second = TINY, changed(TINY, "model.seed", 1)
-    assert [r.cached for r in runs.run_grid([first], cache_dir=cache_dir, progress=False)] == [
+    assert [r.cached for r in runs.run_grid([first], results_dir=results_dir, progress=False)] == [
         False
     ]
-    both = runs.run_grid([first, second], cache_dir=cache_dir, progress=False)
+    both = runs.run_grid([first, second], results_dir=results_dir, progress=False)
     assert [r.cached for r in both] == [True, False]
-    again = runs.run_grid([first, second], cache_dir=cache_dir, progress=False)
+    again = runs.run_grid([first, second], results_dir=results_dir, progress=False)
     assert [r.cached for r in again] == [True, True]
     assert again[1].history == both[1].history
 
@@ -775,9 +777,9 @@ def test_a_non_callable_factory_is_refused_when_registered():
 
 
 def test_threads_below_one_are_refused_before_any_run(nothing_runs):
-    cache_dir, data_root = nothing_runs
+    results_dir, data_root = nothing_runs
     with pytest.raises(ValueError, match="threads must be >= 1, got 0"):
-        runs.run_grid([TINY], cache_dir=cache_dir, data_root=data_root, threads=0, workers=2)
+        runs.run_grid([TINY], results_dir=results_dir, data_root=data_root, threads=0, workers=2)
 
 
 LOGNORMAL = {"name": "lognormal_dirichlet", "n_clients": 10, "seed": 0, "alpha": 0.5}

@@ -155,7 +155,7 @@ def test_an_installed_packages_sampler_and_model_train_in_workers(installed, tmp
     assert sampler not in registry.SAMPLERS  # nothing imported the package
     configs = [config(sampler, model, seed) for seed in (0, 1)]
     results = runs.run_grid(
-        configs, cache_dir=str(tmp_path / "cache"), workers=workers, threads=1, progress=False
+        configs, results_dir=str(tmp_path / "cache"), workers=workers, threads=1, progress=False
     )
     assert selections(results) == [EXPECTED] * 2
     assert registry.style(sampler).label == "every available"  # the factory's attribute
@@ -167,7 +167,7 @@ def test_an_installed_packages_sampler_and_model_train_in_ray_tasks(installed, t
     pytest.importorskip("ray")
     sampler, model = installed
     results = runs.run_grid(
-        [config(sampler, model)], cache_dir=str(tmp_path / "cache"), executor="ray", workers=1,
+        [config(sampler, model)], results_dir=str(tmp_path / "cache"), executor="ray", workers=1,
         progress=False,
     )  # fmt: skip
     assert selections(results) == [EXPECTED]
@@ -181,7 +181,7 @@ def test_an_availability_model_in_one_file_of_the_users_trains(
     if executor == "ray":
         pytest.importorskip("ray")
     results = runs.run_grid(
-        [config("all_available", one_file)], cache_dir=str(tmp_path / "cache"),
+        [config("all_available", one_file)], results_dir=str(tmp_path / "cache"),
         executor=executor, workers=workers, threads=1, progress=False,
     )  # fmt: skip
     assert selections(results) == [EXPECTED]

@@ -66,7 +66,7 @@ def test_the_shared_layers_name_no_paper():
 def test_a_sampler_from_an_importable_module_trains_in_workers(user_module, tmp_path, workers):
     configs = [config(user_module, seed) for seed in (0, 1)]
     results = runs.run_grid(
-        configs, cache_dir=str(tmp_path / "cache"), workers=workers, threads=1, progress=False
+        configs, results_dir=str(tmp_path / "cache"), workers=workers, threads=1, progress=False
     )
     assert selections(results) == [[[0, 2], [1, 3], [0, 2]]] * 2
 
@@ -75,7 +75,7 @@ def test_a_sampler_from_an_importable_module_trains_in_workers(user_module, tmp_
 def test_a_sampler_from_an_importable_module_trains_in_ray_tasks(user_module, tmp_path):
     pytest.importorskip("ray")
     results = runs.run_grid(
-        [config(user_module)], cache_dir=str(tmp_path / "cache"), executor="ray", workers=1,
+        [config(user_module)], results_dir=str(tmp_path / "cache"), executor="ray", workers=1,
         progress=False,
     )  # fmt: skip
     assert selections(results) == [[[0, 2], [1, 3], [0, 2]]]
@@ -88,7 +88,7 @@ def test_a_notebook_cells_sampler_is_refused_before_anything_trains(
     cache = tmp_path / "cache"
     with pytest.raises(ValueError, match=r"importable module.*workers=1") as error:
         runs.run_grid(
-            [config(notebook_sampler)], cache_dir=str(cache), executor=executor, workers=workers
+            [config(notebook_sampler)], results_dir=str(cache), executor=executor, workers=workers
         )
     assert f"sampler {notebook_sampler!r} is registered with __main__.every_other" in str(
         error.value
@@ -103,14 +103,14 @@ def test_a_lambda_is_refused_with_the_same_advice(tmp_path):
     )
     try:
         with pytest.raises(ValueError, match=r"inside a function.*importable module"):
-            runs.run_grid([config(name)], cache_dir=str(tmp_path), workers=2)
+            runs.run_grid([config(name)], results_dir=str(tmp_path), workers=2)
     finally:
         del registry.SAMPLERS[name]
 
 
 @pytest.mark.slow
 def test_one_worker_in_this_process_takes_a_notebook_cells_sampler(notebook_sampler, tmp_path):
-    results = runs.run_grid([config(notebook_sampler)], cache_dir=str(tmp_path), progress=False)
+    results = runs.run_grid([config(notebook_sampler)], results_dir=str(tmp_path), progress=False)
     assert selections(results) == [[[0, 2], [1, 3], [0, 2]]]
 
 
@@ -146,6 +146,6 @@ def test_a_paper_factory_under_a_users_name_trains_in_workers(paper_factory_rena
     configs = [config(paper_factory_renamed, seed) for seed in (0, 1)]
     for c in configs:
         c["sampler"]["m"] = 2
-    apart = runs.run_grid(configs, cache_dir=str(tmp_path / "a"), workers=2, progress=False)
-    here = runs.run_grid(configs, cache_dir=str(tmp_path / "b"), progress=False)
+    apart = runs.run_grid(configs, results_dir=str(tmp_path / "a"), workers=2, progress=False)
+    here = runs.run_grid(configs, results_dir=str(tmp_path / "b"), progress=False)
     assert selections(apart) == selections(here)

@@ -156,12 +156,12 @@ def test_a_grid_on_a_two_node_cluster_gives_the_local_results(
     configs = _configs()
     torch.set_num_threads(1)  # as each Ray task does: the same numbers by construction
     local = runs.run_grid(
-        configs, cache_dir=str(tmp_path / "local"), data_root=DATA, progress=False
+        configs, results_dir=str(tmp_path / "local"), data_root=DATA, progress=False
     )
     with caplog.at_level(logging.INFO, logger=ray_grid.log.name):
         on_ray = runs.run_grid(
             configs,
-            cache_dir=str(tmp_path / "ray"),
+            results_dir=str(tmp_path / "ray"),
             data_root=DATA,  # an absolute path: the nodes run from other folders
             executor="ray",
             ray_address=cluster,

@@ -44,7 +44,7 @@ class Stop(Exception):
 @pytest.mark.slow
 def test_a_ray_grid_gives_the_local_results_and_resumes(tmp_path):
     configs = [config(s) for s in range(3)]
-    local = runs.run_grid(configs, cache_dir=str(tmp_path / "local"), progress=False)
+    local = runs.run_grid(configs, results_dir=str(tmp_path / "local"), progress=False)
     finished, up = [], set()
 
     def stop_after_two(i, result):
@@ -58,7 +58,7 @@ def test_a_ray_grid_gives_the_local_results_and_resumes(tmp_path):
     with busy_machine.busy(), busy_machine.watch() as seen, pytest.raises(Stop):
         runs.run_grid(
             configs,
-            cache_dir=on_ray,
+            results_dir=on_ray,
             executor="ray",
             workers=2,
             threads=1,
@@ -73,7 +73,7 @@ def test_a_ray_grid_gives_the_local_results_and_resumes(tmp_path):
     assert len(stored) == 2  # what finished before the interruption is in the driver's cache
     written = [p.stat().st_mtime_ns for p in stored]
     # resumed (here on the local executor, one Ray start less): only the missing run trains
-    resumed = runs.run_grid(configs, cache_dir=on_ray, progress=False)
+    resumed = runs.run_grid(configs, results_dir=on_ray, progress=False)
     assert [p.stat().st_mtime_ns for p in stored] == written  # not recomputed
     assert len(list((tmp_path / "ray" / "runs").glob("*/result.json"))) == 3
     # the two results computed by Ray tasks are exactly the local executor's

@@ -223,15 +223,15 @@ def test_run_grid_batches_missing_runs_and_stores_the_bytes_of_runs_alone(tmp_pa
     seen = []
     batched = run_grid(
         configs,
-        cache_dir=str(tmp_path / "batched"),
+        results_dir=str(tmp_path / "batched"),
         progress=False,
         on_result=lambda i, r: seen.append(i),
     )
-    one_by_one = run_grid(configs, cache_dir=str(tmp_path / "alone"), progress=False, batch=1)
+    one_by_one = run_grid(configs, results_dir=str(tmp_path / "alone"), progress=False, batch=1)
     assert sorted(seen) == [0, 1, 2, 3]
     assert [r.history for r in batched] == [r.history for r in one_by_one]
     for a, b in zip(batched, one_by_one, strict=True):
-        assert a.history == run_experiment(a.config, cache_dir=str(tmp_path / "single")).history
+        assert a.history == run_experiment(a.config, results_dir=str(tmp_path / "single")).history
         assert a.key == b.key
     files = sorted(p.relative_to(tmp_path / "alone") for p in (tmp_path / "alone").rglob("*.*"))
     assert files
@@ -260,12 +260,12 @@ def test_the_batch_rule_groups_by_shape_and_caps_by_memory(monkeypatch):
 def test_a_bad_batch_setting_is_refused_by_name(monkeypatch, value):
     monkeypatch.setenv(batching.BATCH_VAR, value)
     with pytest.raises(ValueError, match=batching.BATCH_VAR):
-        run_grid([ls_config("fedavg")], cache_dir="/nonexistent/never-written", progress=False)
+        run_grid([ls_config("fedavg")], results_dir="/nonexistent/never-written", progress=False)
 
 
 def test_a_bad_batch_argument_is_refused_before_any_run_trains(tmp_path, rounds_run):
     with pytest.raises(ValueError, match="batch must be"):
-        run_grid([ls_config("fedavg")], cache_dir=str(tmp_path), progress=False, batch=0)
+        run_grid([ls_config("fedavg")], results_dir=str(tmp_path), progress=False, batch=0)
     assert rounds_run == [] and not any(tmp_path.iterdir())
 
 
@@ -284,7 +284,7 @@ def slow(self, works):
 batch.RunBatch._train_together = slow
 original_checkpointer = experiment._checkpointer
 experiment._checkpointer = lambda store, every, seconds: original_checkpointer(store, 2, 0)
-runs.run_grid(json.loads(sys.argv[1]), cache_dir=sys.argv[2], progress=False)
+runs.run_grid(json.loads(sys.argv[1]), results_dir=sys.argv[2], progress=False)
 """
 
 
@@ -308,8 +308,8 @@ def test_a_killed_batch_resumes_to_the_bytes_of_an_uninterrupted_one(tmp_path):
         child.send_signal(signal.SIGKILL)
         child.wait()
     assert all(p.exists() for p in latest), "no checkpoint of every run before the kill"
-    resumed = run_grid(configs, cache_dir=str(killed), progress=False)
-    clean = run_grid(configs, cache_dir=str(tmp_path / "clean"), progress=False)
+    resumed = run_grid(configs, results_dir=str(killed), progress=False)
+    clean = run_grid(configs, results_dir=str(tmp_path / "clean"), progress=False)
     assert [r.history for r in resumed] == [r.history for r in clean]
     for name in sorted(
         p.relative_to(tmp_path / "clean") for p in (tmp_path / "clean").rglob("*.*")
@@ -331,7 +331,7 @@ ACCURACY_TOLERANCE, LOSS_TOLERANCE = 3e-4, 1e-5
 @pytest.mark.cpu_sensitive
 def test_a_committed_arena_run_replayed_in_a_batch_of_one_keeps_its_numbers(data_root):
     config = arena.config("uniform", "bernoulli", 0, tier="screen", profile="cpu")
-    committed, missing = cached_results([config], cache_dir=str(ROOT / "results"))
+    committed, missing = cached_results([config], results_dir=str(ROOT / "results"))
     if missing:
         pytest.skip("the committed arena screen run is not in results/")
     config["training"]["rounds"] = 20

@@ -26,7 +26,7 @@ def shared(tmp_path):
     """A folder of two finished runs in the cache's layout, as another machine would send it."""
     source = tmp_path / "shared"
     for config in configs():
-        run_experiment(config, cache_dir=str(source), progress=False)
+        run_experiment(config, results_dir=str(source), progress=False)
     shutil.rmtree(source / "checkpoints", ignore_errors=True)
     return source
 
@@ -44,7 +44,7 @@ def test_checked_runs_are_copied_and_served_from_the_cache(shared, tmp_path):
     cache = tmp_path / "cache"
     keys = adopt_runs(shared, cache, expected=configs())
     assert sorted(keys) == runs_in(cache) == runs_in(shared)
-    found, missing = cached_results(configs(), cache_dir=str(cache))
+    found, missing = cached_results(configs(), results_dir=str(cache))
     assert (len(found), missing) == (2, 0)
     assert adopt_runs(shared, cache) == []  # the same entries again: nothing to copy
 
