@@ -37,7 +37,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from aoi_fl.core.registry import with_clients
 from aoi_fl.core.validation import require_choice, require_int
+from aoi_fl.pipeline import plugins
 from aoi_fl.pipeline.profiles import settings
 
 #: the policies of the screen, with their configuration options for n clients, m per round, T
@@ -144,20 +146,25 @@ def tier_settings(tier: str, profile: str) -> dict[str, Any]:
 def sampler_spec(policy: str, n: int, m: int, rounds: int, tier: str) -> dict[str, Any]:
     """The sampler section of ``policy`` at m clients per round (without the seed)."""
     policy = require_choice("policy", policy, POLICIES)
-    if policy == "uniform":
-        return {"name": policy, "s": m}
+    plugins.load()  # the registered samplers say how each spells its clients per round
+    options = _policy_options(policy, n, m, rounds, tier)
+    return {"name": policy, **with_clients(policy, {"m": m}), **options}
+
+
+def _policy_options(policy: str, n: int, m: int, rounds: int, tier: str) -> dict[str, Any]:
+    """A policy's options besides its clients per round."""
     if policy in ("kvib", "vrb", "mabs"):
-        return {"name": policy, "k": m, "rounds": rounds}
+        return {"rounds": rounds}
     if policy == "power_of_choice":
-        return {"name": policy, "m": m, "d": min(2 * m, n), "probe_samples": PROBE_SAMPLES[tier]}
+        return {"d": min(2 * m, n), "probe_samples": PROBE_SAMPLES[tier]}
     if policy == "power_of_choice_stale":
         # rpow-d's stored loss: over as many samples as a participant's local steps visit
-        return {"name": policy, "m": m, "d": min(2 * m, n), "probe_samples": TRAINED_SAMPLES}
+        return {"d": min(2 * m, n), "probe_samples": TRAINED_SAMPLES}
     if policy == "oort":
-        return {"name": policy, "m": m, "trained_samples": TRAINED_SAMPLES}
+        return {"trained_samples": TRAINED_SAMPLES}
     if policy.startswith("markov"):
-        return {"name": policy, "m": m, "m_prime": 10}
-    return {"name": policy, "m": m}
+        return {"m_prime": 10}
+    return {}
 
 
 def config(

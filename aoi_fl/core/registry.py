@@ -191,6 +191,34 @@ def register_family(title: str, names: Iterable[str]) -> None:
     FAMILIES[title] = names
 
 
+#: the papers' names for the number of clients a round selects: m (the AoI paper and most
+#: policies), k (K-Vib's K), s (FedSUM's S)
+CLIENT_COUNT_NAMES: tuple[str, ...] = ("m", "k", "s")
+
+
+def clients_option(name: str) -> str | None:
+    """The option of sampler ``name`` that says how many clients a round selects (one of
+    :data:`CLIENT_COUNT_NAMES`, from its factory's signature), None for a sampler without one."""
+    parameters = inspect.signature(SAMPLERS[require_choice("sampler", name, SAMPLERS)]).parameters
+    return next((option for option in CLIENT_COUNT_NAMES if option in parameters), None)
+
+
+def with_clients(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` of sampler ``name`` with ``m`` renamed to the sampler's own spelling, so that
+    ``m`` names the clients per round of every sampler; the paper's spelling (``k``, ``s``) is
+    what a configuration keeps, so cache keys do not change."""
+    options = dict(options)
+    own = clients_option(name)
+    if "m" in options and own not in (None, "m"):
+        if own in options:
+            raise ValueError(
+                f"sampler {name!r}: m={options['m']!r} and {own}={options[own]!r} both give the "
+                f"clients per round; pass one"
+            )
+        options[own] = options.pop("m")
+    return options
+
+
 def style(name: str) -> Style:
     """The registered style of ``name``; unknown names list the valid ones."""
     return STYLES[require_choice("style name", name, STYLES)]

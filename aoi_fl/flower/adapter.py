@@ -96,6 +96,7 @@ def build_policy(policy: str, n: int, sizes: Sequence[float] | None, options: di
             f"policy={policy!r} is not a registered aoi_fl policy; allowed: "
             f"{', '.join(sorted(registry.SAMPLERS))}"
         )
+    options = registry.with_clients(policy, options)  # m for every policy (K-Vib's k, ...)
     config_checks.check_sampler({"name": policy, **options}, n)
     if sizes is None:
         sizes = np.ones(n)

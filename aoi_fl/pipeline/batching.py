@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from aoi_fl.core import registry
 from aoi_fl.core.batch import SHARED_SETTINGS
 from aoi_fl.core.validation import require_int
 from aoi_fl.pipeline.cache import canonical_json
@@ -47,12 +48,13 @@ def batch_key(config: Mapping[str, Any], device: str | None) -> str:
 
 def clients_per_round(config: Mapping[str, Any]) -> int:
     """How many clients can train in a round: all of them in the full-information mode, else
-    the sampler's count (its option ``m``, ``k`` or ``s``), else all of them."""
+    the sampler's count (:func:`~aoi_fl.core.registry.clients_option`), else all of them."""
     n = int(config["partition"]["n_clients"])
     if config["training"].get("full_information"):
         return n
     sampler = config["sampler"]
-    return min(n, next((int(sampler[k]) for k in ("m", "k", "s") if k in sampler), n))
+    option = registry.clients_option(sampler["name"])
+    return n if option is None or option not in sampler else min(n, int(sampler[option]))
 
 
 def run_bytes(parameters: int, clients: int, bytes_per_value: int = 4) -> int:

@@ -2,6 +2,8 @@
 where it defines them, names never collide, families tell their members apart, and a sampler
 defined in a user's own file trains through a configuration with no other edit."""
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -130,3 +132,18 @@ def test_the_core_and_the_data_import_no_paper():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_m_names_every_samplers_clients_per_round_and_the_papers_spelling_is_kept():
+    spelled = {name: registry.clients_option(name) for name in registry.SAMPLERS}
+    assert spelled["kvib"] == spelled["vrb"] == "k" and spelled["uniform"] == "s"
+    assert spelled["markov_optimal"] == spelled["oort"] == "m" and spelled["bernoulli"] is None
+    for name in registry.SAMPLERS:  # one count per sampler: the table is unambiguous
+        parameters = inspect.signature(registry.SAMPLERS[name]).parameters
+        assert sum(o in parameters for o in registry.CLIENT_COUNT_NAMES) <= 1, name
+    assert registry.with_clients("kvib", {"m": 5, "rounds": 9}) == {"k": 5, "rounds": 9}
+    assert registry.with_clients("kvib", {"k": 5}) == {"k": 5}
+    assert registry.with_clients("uniform", {"m": 3}) == {"s": 3}
+    assert registry.with_clients("random", {"m": 3}) == {"m": 3}
+    with pytest.raises(ValueError, match=r"sampler 'kvib': m=5 and k=4 both give the clients"):
+        registry.with_clients("kvib", {"m": 5, "k": 4})

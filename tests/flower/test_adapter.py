@@ -247,3 +247,11 @@ def test_oort_without_the_rms_metric_names_it():
     )
     with pytest.raises(ValueError, match="root-mean-square.*'loss_rms'"):
         run(strategy)
+
+
+def test_m_gives_any_policys_clients_per_round():
+    # K-Vib's paper calls it K and FedSUM's S: with_policy takes m for every policy
+    options = {k: v for k, v in POLICIES["kvib"].items() if k != "k"}
+    by_m = with_policy(FedAvg(fraction_evaluate=0.0), "kvib", n=N, m=2, **options)
+    by_k = with_policy(FedAvg(fraction_evaluate=0.0), "kvib", n=N, **POLICIES["kvib"])
+    assert by_m.sampler.config() == by_k.sampler.config()
