@@ -123,8 +123,7 @@ def rows() -> tuple[claimfiles.Row, ...]:
 
 def row(key: str) -> claimfiles.Row:
     """The row of claims.toml with ``key``."""
-    (found,) = [r for r in rows() if r.key == key]
-    return found
+    return claimfiles.find(rows(), key)
 
 
 #: statements of the paper that state a result but have no row, and why (claims.toml)

@@ -124,8 +124,7 @@ def rows() -> tuple[claimfiles.Row, ...]:
 
 def row(key: str) -> claimfiles.Row:
     """The row of claims.toml with ``key``."""
-    (found,) = [r for r in rows() if r.key == key]
-    return found
+    return claimfiles.find(rows(), key)
 
 
 def facts(profile: str) -> Mapping[str, Any]:

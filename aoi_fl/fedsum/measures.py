@@ -332,13 +332,8 @@ def cnn_claim(runs: Runs, *, claim: str) -> Reading:
     conditions = (horizon(rounds),)
     if table is None:
         return Reading(None, _missing(missing, planned), conditions=conditions)
-    row = table.loc[claim]
-    ours, numbers = _judged(row)
-    spread = (
-        f"{rounds} rounds, {seeds} seed{'s' if seeds > 1 else ''}; by the criterion "
-        f"{row['by the criterion']}, " + numbers
-    )
-    return Reading(ours, spread, verdict=row["by the criterion"], conditions=conditions)
+    lead = f"{rounds} rounds, {seeds} seed{'s' if seeds > 1 else ''}"
+    return _by_criterion(table.loc[claim], lead, conditions)
 
 
 def long_claim(runs: Runs, *, claim: str) -> Reading:
@@ -350,14 +345,16 @@ def long_claim(runs: Runs, *, claim: str) -> Reading:
     conditions = long_conditions(claim, runs.profile)
     if table is None:
         return Reading(None, _missing(missing, planned), conditions=conditions)
-    row = table.loc[claim]
+    tail = p_grid_speed(found, LAST["long"][runs.profile]) if claim == "(iv)" else ""
+    lead = f"{runs.settings['long']['seeds']} paired seeds"
+    return _by_criterion(table.loc[claim], lead, conditions, tail)
+
+
+def _by_criterion(row: Any, lead: str, conditions: tuple, tail: str = "") -> Reading:
+    """A claim's row of a panel's verdict table as a reading: the share of parts held, the
+    criterion's verdict and its numbers after ``lead``."""
     ours, numbers = _judged(row)
-    spread = (
-        f"{runs.settings['long']['seeds']} paired seeds; by the criterion "
-        f"{row['by the criterion']}, " + numbers
-    )
-    if claim == "(iv)":
-        spread += p_grid_speed(found, LAST["long"][runs.profile])
+    spread = f"{lead}; by the criterion {row['by the criterion']}, {numbers}{tail}"
     return Reading(ours, spread, verdict=row["by the criterion"], conditions=conditions)
 
 

@@ -124,8 +124,7 @@ def rows() -> tuple[claimfiles.Row, ...]:
 
 def row(key: str) -> claimfiles.Row:
     """The row of claims.toml with ``key``."""
-    (found,) = [r for r in rows() if r.key == key]
-    return found
+    return claimfiles.find(rows(), key)
 
 
 #: notebook 11's reading of Sec. 3: "comparable" is an MSE ratio RSP / ISP below 1.5, "ISP

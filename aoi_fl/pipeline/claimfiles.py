@@ -88,6 +88,12 @@ def load(
     return parse(text, source, measures=measures, rules=rules, facts=facts)
 
 
+def find(rows: Iterable[Row], key: str) -> Row:
+    """The row of ``rows`` with ``key`` (keys are unique in a file: :func:`parse` checks it)."""
+    (found,) = [r for r in rows if r.key == key]
+    return found
+
+
 def load_untested(package: str, paper: str) -> tuple[Untested, ...]:
     """The ``[[untested]]`` statements of ``package``'s ``claims.toml``, of ``paper``."""
     return parse_untested(*_read(package), paper)
