@@ -1,6 +1,6 @@
 """Selection overhead of the arena's client-selection policies, per round, against uniform's.
 
-Every policy of ``aoi_fl.arena.experiments.POLICIES`` is built as the arena builds it
+Every policy of ``aoi_fl.evidence.arena.experiments.POLICIES`` is built as the arena builds it
 (``SAMPLERS[name](n, sizes, seed=0, **sampler_spec(...))``, Zipf(a=2) data sizes from a fixed
 seed) at n = 100 clients, m = 10 (the arena's setting) and at n = 10,000, m = 100. One round is
 what the trainer asks of the sampler (``aoi_fl.core.train.Trainer.run_round``): ``sample()``,
@@ -84,10 +84,10 @@ from scipy.cluster.hierarchy import ClusterWarning, linkage
 
 import aoi_fl.pipeline.runs  # noqa: F401  (imports every package that registers a sampler)
 from aoi_fl.arena.clustered import ClusteredBySimilarity, similarity_matrix
-from aoi_fl.arena.experiments import AVAILABILITY, POLICIES, sampler_spec, tier_settings
 from aoi_fl.core.availability import build_availability
 from aoi_fl.core.registry import SAMPLERS
 from aoi_fl.core.seeding import generator
+from aoi_fl.evidence.arena.experiments import AVAILABILITY, POLICIES, sampler_spec, tier_settings
 
 SEED = 0
 #: (n, m) of the tables

@@ -5,20 +5,21 @@ runs as one computation: every round, all runs' selected clients go through one 
 each run keeps the numbers it has alone. Measured here, in one process, with ratios between
 measurements of the same run (never absolute assertions):
 
-- CPU, the arena's screen (``aoi_fl.arena.experiments.config("uniform", "bernoulli", seed)``:
-  softmax regression on Fashion-MNIST, 100 clients, 10 per round, the full 200 rounds): one at a
-  time, ``run_grid(configs, batch=1)`` on ``--alone`` runs (seeds 0, 1, ...), against
+- CPU, the arena's screen
+  (``aoi_fl.evidence.arena.experiments.config("uniform", "bernoulli", seed)``: softmax regression on
+  Fashion-MNIST, 100 clients, 10 per round, the full 200 rounds): one at a time,
+  ``run_grid(configs, batch=1)`` on ``--alone`` runs (seeds 0, 1, ...), against
   ``run_grid(configs, batch=R)`` on R = ``--runs`` runs (seeds 0 to R - 1), each call in a fresh
-  temporary cache, so that everything a user's grid does is timed: building the trainers,
-  training, the evaluations, storing the results. The one-at-a-time runs are split around the
-  batched call (half before, half after), so that a load swing of the shared machine hits both
-  sides alike. Reported: runs per hour of each and the ratio. Target (issue 39): >= 10x.
+  temporary cache, so that everything a user's grid does is timed: building the trainers, training,
+  the evaluations, storing the results. The one-at-a-time runs are split around the batched call
+  (half before, half after), so that a load swing of the shared machine hits both sides alike.
+  Reported: runs per hour of each and the ratio. Target (issue 39): >= 10x.
 - CPU, the arena's small CNN (confirm tier, uniform under Bernoulli availability) and the AoI
-  paper's CNN (McMahan's, ``aoi_fl.aoi.experiments.panel_grid("main_mnist", "cpu")``): the same
-  comparison with the rounds cut to ``--cnn-rounds`` for both sides alike, reported as run-rounds
-  per hour (runs x rounds / seconds). The fixed costs of a run (building it, the evaluation of the
-  initial model, the final evaluation, the clients' accuracies or losses at the end) are included
-  on both sides, so with few rounds they weigh more than in a full run.
+  paper's CNN (McMahan's, ``aoi_fl.evidence.aoi.experiments.panel_grid("main_mnist", "cpu")``): the
+  same comparison with the rounds cut to ``--cnn-rounds`` for both sides alike, reported as
+  run-rounds per hour (runs x rounds / seconds). The fixed costs of a run (building it, the
+  evaluation of the initial model, the final evaluation, the clients' accuracies or losses at the
+  end) are included on both sides, so with few rounds they weigh more than in a full run.
 - GPU (only when ``torch.cuda.is_available()``; otherwise one line says it was skipped and why):
   the paper CNN in the ``paper`` profile (``panel_grid("main_mnist", "paper")``, further seeds
   beyond its 40 runs) at R = 1, 8, 40 (``--gpu-runs``), ``--gpu-rounds`` rounds each, the engine
@@ -29,7 +30,7 @@ measurements of the same run (never absolute assertions):
   training sample times the samples the round trained; the padding of the grouped engine's
   chunks is not counted) over its seconds, against a large float32 matmul on the same device in
   the same run (``flops.matmul_flops_per_s``'s measure with a CUDA synchronisation; TF32 is off,
-  as in training). Then FedSUM's long-horizon CNN (``aoi_fl.fedsum.experiments.plan("long",
+  as in training). Then FedSUM's long-horizon CNN (``aoi_fl.evidence.fedsum.experiments.plan("long",
   "paper")``: the paper's small CNN, T = 2000 rounds, 20 of 100 clients, K = 10 steps of batch 128,
   evaluation with every client's loss every 20 rounds): (i) one batch of R = ``--fedsum-runs``
   (54) FedSUM runs (P1-P3, further seeds; halved until it fits): seconds per round, seconds per
@@ -82,12 +83,12 @@ from typing import Any
 import torch
 from flops import matmul_flops_per_s, step_flops, timed, timed_value
 
-from aoi_fl.aoi.experiments import panel_grid
-from aoi_fl.arena import experiments as arena
 from aoi_fl.core.batch import RunBatch
 from aoi_fl.core.device import describe, resolve_device
 from aoi_fl.core.models import build_model
-from aoi_fl.fedsum import experiments as fx
+from aoi_fl.evidence.aoi.experiments import panel_grid
+from aoi_fl.evidence.arena import experiments as arena
+from aoi_fl.evidence.fedsum import experiments as fx
 from aoi_fl.pipeline import runs
 from aoi_fl.pipeline.cache import ResultStore
 

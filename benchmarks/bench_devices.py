@@ -19,8 +19,8 @@ import time
 
 import torch
 
-from aoi_fl.aoi.experiments import panel_grid
 from aoi_fl.core.device import describe
+from aoi_fl.evidence.aoi.experiments import panel_grid
 from aoi_fl.pipeline.runs import build_trainer
 
 

@@ -1,4 +1,5 @@
-"""Time one update of the live explorer (aoi_fl.aoi.explorer) at n = 1,000 clients, per policy.
+"""Time one update of the live explorer (aoi_fl.evidence.aoi.explorer) at n = 1,000 clients, per
+policy.
 
 Run: ``python benchmarks/bench_explorer.py``. n = 1000, m = 150, m' = 10 (the paper's n/m),
 Zipf(a=2) sizes from seed 0, a 1000-round simulation. For each policy it reports the best of a
@@ -22,9 +23,9 @@ import time
 
 import numpy as np
 
-from aoi_fl.aoi import explorer
 from aoi_fl.aoi.markov import optimal_p, stationary_distribution
 from aoi_fl.core.seeding import generator
+from aoi_fl.evidence.aoi import explorer
 
 N, M, M_PRIME, ROUNDS, SEED = 1000, 150, 10, 1000, 0
 TARGET_S = 0.5

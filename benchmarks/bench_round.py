@@ -1,7 +1,7 @@
 """One round of the AoI paper's MNIST setting as aoi_fl trains it: training and evaluation.
 
 The setting is the first configuration of the main MNIST panel,
-``aoi_fl.aoi.experiments.panel_grid("main_mnist", "cpu")[0]``, built by
+``aoi_fl.evidence.aoi.experiments.panel_grid("main_mnist", "cpu")[0]``, built by
 ``aoi_fl.pipeline.runs.build_trainer`` on the real MNIST in ``data/``: McMahan's CNN (1,663,370
 parameters), 100 IID clients, 15 selected per round, K = 5 local SGD steps of batch 50 each,
 lr 0.1 * 0.998^t. Timed, interleaved (part after part, thread setting after thread setting,
@@ -65,10 +65,10 @@ import torch
 from flops import forward_flops, matmul_flops_per_s, step_flops, timed_value
 from torch import nn
 
-from aoi_fl.aoi.experiments import panel_grid
 from aoi_fl.core.engines import _blocked_layers, _channels_last
 from aoi_fl.core.tensors import TensorSplit
 from aoi_fl.core.train import evaluate
+from aoi_fl.evidence.aoi.experiments import panel_grid
 from aoi_fl.pipeline.runs import build_trainer
 
 PANEL = "main_mnist"

@@ -109,8 +109,8 @@ NO_CUDA = (
 #: bound by kernel launches (an assumption, said so in the plan)
 ROUND_SECONDS = {"mcmahan_cnn": 0.086, "fedsum_long": 0.1675, "small_cnn": 0.086}
 #: Fig. 5's pair in the paper's regime: the seeds a GPU session completes (notebook 05 reads up
-#: to aoi_fl.aoi.experiments.REGIME_SEEDS): 30 paired seeds bring the non-IID minimum detectable
-#: effect from 3.9 rounds (7 seeds) to about 1.8
+#: to aoi_fl.evidence.aoi.experiments.REGIME_SEEDS): 30 paired seeds bring the non-IID minimum
+#: detectable effect from 3.9 rounds (7 seeds) to about 1.8
 REGIME_GPU_SEEDS = 30
 
 
@@ -127,31 +127,31 @@ class Entry(NamedTuple):
 
 
 def _aoi_main_mnist() -> list[dict[str, Any]]:
-    from aoi_fl.aoi.experiments import regime_grid
+    from aoi_fl.evidence.aoi.experiments import regime_grid
 
     return regime_grid("main_mnist", seeds=REGIME_GPU_SEEDS)
 
 
 def _aoi_main_mnist_others() -> list[dict[str, Any]]:
-    from aoi_fl.aoi.experiments import panel_grid
+    from aoi_fl.evidence.aoi.experiments import panel_grid
 
     return [c for c in panel_grid("main_mnist", PROFILE) if c["sampler"]["name"] not in PAIR]
 
 
 def _aoi_fashion() -> list[dict[str, Any]]:
-    from aoi_fl.aoi.experiments import panel_grid
+    from aoi_fl.evidence.aoi.experiments import panel_grid
 
     return panel_grid("fashion", PROFILE)
 
 
 def _aoi_power() -> list[dict[str, Any]]:
-    from aoi_fl.aoi.experiments import panel_grid
+    from aoi_fl.evidence.aoi.experiments import panel_grid
 
     return [c for c in panel_grid("power", PROFILE) if c["sampler"]["name"] in PAIR]
 
 
 def _fedsum_long() -> list[dict[str, Any]]:
-    from aoi_fl.fedsum.experiments import plan
+    from aoi_fl.evidence.fedsum.experiments import plan
 
     return [p.config for p in plan("long", PROFILE)]
 
@@ -545,7 +545,7 @@ def train_entry(
 def fedsum_summaries(args: argparse.Namespace, end: float) -> str:
     """Notebook 17's summaries of the FedSUM long runs whose full runs are in the cache (about a
     second each), if the time left allows them."""
-    from aoi_fl.fedsum import experiments as fx
+    from aoi_fl.evidence.fedsum import experiments as fx
     from aoi_fl.pipeline.cache import ResultStore
     from aoi_fl.pipeline.runs import resolve_config
 

@@ -176,7 +176,7 @@ def test_a_notebook_prints_the_verdict_its_ledger_row_has(rows):
 @pytest.mark.slow
 @LEDGER
 def test_every_number_of_the_aoi_papers_sec_v_and_table_ii_has_a_row(ledger):
-    from aoi_fl.aoi import experiments
+    from aoi_fl.evidence.aoi import experiments
 
     for (dataset, split), reported in experiments.PAPER_ROUNDS_TO_TARGET.items():
         fig = {"mnist": "fig5", "cifar10": "fig6", "cifar100": "fig7"}[dataset]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from aoi_fl.aoi.experiments import REGIME_SEEDS, SPLITS, panel, panel_grid
+from aoi_fl.evidence.aoi.experiments import REGIME_SEEDS, SPLITS, panel, panel_grid
 from aoi_fl.pipeline import parts, runs
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,7 +16,8 @@
   simulation from one configuration; :mod:`aoi_fl.flower.app`: the project's Flower App
   (``flower-app/``, ``flwr run``; :mod:`aoi_fl.flower.superlink` starts it from Python);
   :mod:`aoi_fl.flower.inprocess`: the same strategy and
-  ClientApp without Ray, in seconds; :mod:`aoi_fl.flower.figures`: notebook 18's tables;
+  ClientApp without Ray, in seconds; :mod:`aoi_fl.evidence.flower.figures`: the Flower
+  simulation's tables;
   :mod:`aoi_fl.flower.cli`: ``python -m aoi_fl.flower check|run``, the App's run config checked
   in seconds and a run whose exit status says whether it completed.
 

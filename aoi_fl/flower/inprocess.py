@@ -163,7 +163,8 @@ def train_messages(
 ) -> list[tuple[dict, dict | None]]:
     """The arrays of every training message of ``config``'s run by :func:`run_in_process` and
     of its reply (record -> array -> shape; None: no reply), in the order sent: what the
-    strategy and the ClientApp send each other, for counting (:mod:`aoi_fl.fedsum.costs`)."""
+    strategy and the ClientApp send each other, for counting
+    (:mod:`aoi_fl.evidence.fedsum.costs`)."""
     record: list[tuple[dict, dict | None]] = []
     run_in_process(config, data_root=data_root, threads=threads, record=record)
     return record

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from aoi_fl.core.validation import require_choice
-from aoi_fl.pipeline.profiles import PROFILES
+from aoi_fl.pipeline.profiles import PROFILES, traits
 
 #: datasets the papers' training notebooks use
 TRAIN_DATASETS = ("mnist", "cifar10", "cifar100", "fashion_mnist")
@@ -51,7 +51,7 @@ def data_status(dataset: str, profile: str, data_root: str = "data") -> tuple[bo
     folder = {"cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python"}[dataset]
     if cifar_available(dataset, data_root):
         return True, False, f"{label} found under {data_root}/{folder}"
-    if profile == "smoke":
+    if traits(profile).quick:
         return (
             True,
             True,

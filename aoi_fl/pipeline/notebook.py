@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 
 from aoi_fl.core.device import describe, requested_device, resolve_device
 from aoi_fl.pipeline import plotting
-from aoi_fl.pipeline.profiles import ENV_VAR, resolve_profile
+from aoi_fl.pipeline.profiles import ENV_VAR, resolve_profile, traits
 
 SMOKE_PREFIX = "aoi-fl-smoke-"
 #: where figures go instead of ``../figures`` (the reproducibility test writes to a temporary
@@ -101,11 +101,11 @@ class NotebookSetup:
 
     @property
     def WORKERS(self) -> int:
-        return 1 if self.profile == "smoke" else 2
+        return traits(self.profile).workers
 
     @property
     def THREADS(self) -> int | None:
-        return None if self.profile == "smoke" else 1
+        return None if self.WORKERS == 1 else 1
 
     def show(self, fig: Figure, name: str) -> None:
         """Save ``fig`` as ``name`` under :attr:`FIGURES` (PDF and PNG stamped with the profile;
@@ -115,8 +115,8 @@ class NotebookSetup:
 
     @cached_property
     def RESULTS(self) -> str:
-        # smoke runs are for the tests: their results never go to results/
-        return throwaway_folder() if self.profile == "smoke" else "../results"
+        # a profile that keeps no outputs (smoke: the tests) never writes into results/
+        return "../results" if traits(self.profile).keeps_outputs else throwaway_folder()
 
 
 def setup(

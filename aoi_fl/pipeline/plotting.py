@@ -21,7 +21,7 @@ from aoi_fl.core import registry
 from aoi_fl.core.registry import PALETTE, Style
 from aoi_fl.core.validation import require_choice
 from aoi_fl.pipeline import plugins
-from aoi_fl.pipeline.profiles import PROFILES
+from aoi_fl.pipeline.profiles import PROFILES, traits
 
 PAPER_STYLE = {"color": "0.35", "linestyle": ":", "linewidth": 1.2}
 """Reference lines that show a value printed in a paper (always labelled "paper")."""
@@ -73,7 +73,7 @@ def save_figure(
         fontsize=6,
         color="0.5",
     )
-    if profile == "smoke":
+    if not traits(profile).keeps_outputs:
         return []
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

@@ -83,8 +83,9 @@ def swept_papers() -> set[str]:
 
 
 def load() -> tuple[ModuleType, ...]:
-    """Import every paper package and its ``REGISTERS`` modules (once per process), and register
-    the entry points of :data:`GROUPS` (again whenever ``sys.path`` has changed)."""
+    """Import every paper package, its method's and its own ``REGISTERS`` modules (once per
+    process), and register the entry points of :data:`GROUPS` (again whenever ``sys.path`` has
+    changed)."""
     packages = _papers()
     _entry_points(tuple(sys.path))
     return packages
@@ -94,9 +95,15 @@ def load() -> tuple[ModuleType, ...]:
 def _papers() -> tuple[ModuleType, ...]:
     packages = tuple(importlib.import_module(name) for name in paper_packages())
     for package in packages:
-        for module in getattr(package, "REGISTERS", ()):
-            importlib.import_module(f"{package.__name__}.{module}")
+        if method := getattr(package, "METHOD", None):
+            _import_registers(importlib.import_module(method))
+        _import_registers(package)
     return packages
+
+
+def _import_registers(package: ModuleType) -> None:
+    for module in getattr(package, "REGISTERS", ()):
+        importlib.import_module(f"{package.__name__}.{module}")
 
 
 @functools.cache

@@ -148,7 +148,8 @@ def run_grid(
     """
     executor = executor or os.environ.get(EXECUTOR_VAR) or "local"
     require_choice("executor", executor, EXECUTORS)
-    runs, devices, workers, threads = _checked(configs, device, workers, threads, batch, deadline)
+    workers, threads = _options(workers, threads, batch, deadline)
+    runs, devices = _checked(configs, device)
     found = _Found(runs, results_dir, on_result)
     configs = found.configs
     loaded = {} if rerun else {i: found.store.load(c) for i, c in enumerate(configs)}
@@ -177,25 +178,28 @@ def run_grid(
     return found.ordered()
 
 
-def _checked(
-    configs: Iterable[dict[str, Any]],
-    device: str | None,
-    workers: int,
-    threads: int | None,
-    batch: int | None,
-    deadline: float | None,
-) -> tuple[list[RunConfig], list[str | None], int, int | None]:
-    """The grid's arguments checked, before anything is read or trained: the runs (each
-    configuration resolved, once), the device of each, and the numbers of workers and threads."""
-    runs = [RunConfig.parse(c) for c in configs]  # every one checked before any trains
-    devices = [run.device if device is None else requested_device(device) for run in runs]
+def _options(
+    workers: int, threads: int | None, batch: int | None, deadline: float | None
+) -> tuple[int, int | None]:
+    """The grid's own numbers checked, before any configuration is read: workers, threads (each
+    worker's ``torch.set_num_threads``), the batch cap and the deadline."""
     workers = require_int("workers", workers, minimum=1)
     batching.batch_cap(batch)
     if deadline is not None:
         require_real("deadline", deadline)
-    if threads is not None:  # each worker's torch.set_num_threads(threads)
+    if threads is not None:
         threads = require_int("threads", threads, minimum=1)
-    return runs, devices, workers, threads
+    return workers, threads
+
+
+def _checked(
+    configs: Iterable[dict[str, Any]], device: str | None
+) -> tuple[list[RunConfig], list[str | None]]:
+    """The runs, each configuration resolved once and every one before any trains, and the
+    device of each."""
+    runs = [RunConfig.parse(c) for c in configs]
+    devices = [run.device if device is None else requested_device(device) for run in runs]
+    return runs, devices
 
 
 class _Found:

@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aoi_fl.agnostic import algorithms as agnostic
-from aoi_fl.agnostic import experiments as ax
-from aoi_fl.agnostic import results as ar
 from aoi_fl.agnostic import samplers as participation
 from aoi_fl.aoi.samplers import make_sampler
 from aoi_fl.core.algorithms import ClientUpdates, project_onto_ball
 from aoi_fl.core.models import build_model
 from aoi_fl.core.train import ConstantLR, FederatedData, FederatedTrainer, TrainSettings
 from aoi_fl.data import synthetic
+from aoi_fl.evidence.agnostic import experiments as ax
+from aoi_fl.evidence.agnostic import results as ar
 
 
 def test_exponential_prior():

@@ -1,7 +1,7 @@
 """The agnostic-FedAvg rows of the claims ledger: the verdict helpers of
-:mod:`aoi_fl.agnostic.results` (shared with notebooks 09-10) on small exact cases (Lemma 1 against
-exact enumeration, divergence, the speed measure), the rows on an empty cache (all training rows
-inconclusive) and on the committed cache."""
+:mod:`aoi_fl.evidence.agnostic.results` (shared with notebooks 09-10) on small exact cases (Lemma 1
+against exact enumeration, divergence, the speed measure), the rows on an empty cache (all training
+rows inconclusive) and on the committed cache."""
 
 import json
 import math
@@ -14,10 +14,10 @@ import pytest
 from scipy import stats
 
 from aoi_fl.agnostic import algorithms as agnostic
-from aoi_fl.agnostic import claims as ac
-from aoi_fl.agnostic import experiments as ax
-from aoi_fl.agnostic import results as ar
 from aoi_fl.agnostic import samplers as participation
+from aoi_fl.evidence.agnostic import claims as ac
+from aoi_fl.evidence.agnostic import experiments as ax
+from aoi_fl.evidence.agnostic import results as ar
 from aoi_fl.pipeline.claims import OURS_TAG, VERDICTS, Claim, capped
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,13 +1,13 @@
-"""The agnostic paper's rows as data (``aoi_fl/agnostic/claims.toml``): every row loads, states
-what its rule tests and the library's conditions, and every untested statement is read."""
+"""The agnostic paper's rows as data (``aoi_fl/evidence/agnostic/claims.toml``): every row loads,
+states what its rule tests and the library's conditions, and every untested statement is read."""
 
 import re
 
 import pytest
 
-from aoi_fl.agnostic import claims as ac
-from aoi_fl.agnostic import experiments as ax
-from aoi_fl.agnostic import results as ar
+from aoi_fl.evidence.agnostic import claims as ac
+from aoi_fl.evidence.agnostic import experiments as ax
+from aoi_fl.evidence.agnostic import results as ar
 from aoi_fl.pipeline.profiles import PROFILES
 
 

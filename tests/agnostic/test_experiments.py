@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from aoi_fl.agnostic import algorithms as agnostic
-from aoi_fl.agnostic import experiments as ax
-from aoi_fl.agnostic import results as ar
 from aoi_fl.agnostic import samplers as participation
 from aoi_fl.core.registry import SAMPLERS
+from aoi_fl.evidence.agnostic import experiments as ax
+from aoi_fl.evidence.agnostic import results as ar
 from aoi_fl.pipeline.cache import ResultStore, config_key
 
 N = ax.N_CLIENTS

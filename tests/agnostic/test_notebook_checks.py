@@ -1,8 +1,8 @@
 """Notebooks 09-10's library side: the tables and figures they show
-(:mod:`aoi_fl.agnostic.results`, :mod:`aoi_fl.agnostic.figures`) and the checks they run
-(:mod:`aoi_fl.agnostic.checks`), on small made-up cases (a check must fail where its claim is
-false) and, for the ``cpu`` profile's checks that the notebooks skip elsewhere, on the committed
-cache (read only, nothing trained)."""
+(:mod:`aoi_fl.evidence.agnostic.results`, :mod:`aoi_fl.evidence.agnostic.figures`) and the checks
+they run (:mod:`aoi_fl.evidence.agnostic.checks`), on small made-up cases (a check must fail where
+its claim is false) and, for the ``cpu`` profile's checks that the notebooks skip elsewhere, on the
+committed cache (read only, nothing trained)."""
 
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,10 +16,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from aoi_fl.agnostic import checks, figures  # noqa: E402
-from aoi_fl.agnostic import experiments as ax  # noqa: E402
-from aoi_fl.agnostic import results as ar  # noqa: E402
 from aoi_fl.agnostic import samplers as participation  # noqa: E402
+from aoi_fl.evidence.agnostic import checks, figures  # noqa: E402
+from aoi_fl.evidence.agnostic import experiments as ax  # noqa: E402
+from aoi_fl.evidence.agnostic import results as ar  # noqa: E402
 from aoi_fl.pipeline import runs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

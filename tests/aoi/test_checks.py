@@ -1,4 +1,4 @@
-"""aoi_fl.aoi.checks: each notebook check passes on what it should and names what fails."""
+"""aoi_fl.evidence.aoi.checks: each notebook check passes on what it should and names what fails."""
 
 from dataclasses import replace
 
@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aoi_fl.aoi import checks, experiments, markov
-from aoi_fl.aoi import theory_figures as figs
-from aoi_fl.aoi.figures import table2
+from aoi_fl.aoi import markov
+from aoi_fl.evidence.aoi import checks, experiments
+from aoi_fl.evidence.aoi import theory_figures as figs
+from aoi_fl.evidence.aoi.figures import table2
 from aoi_fl.pipeline.profiles import settings
 
 N, M, M_PRIME = 100, 15, 10

@@ -1,15 +1,15 @@
-"""The AoI rows of the claims ledger (aoi_fl.aoi.claims): each verdict rule on small constructed
-inputs whose answer is known, including ones where the rule must say "not held", the rows on an
-empty cache, and the untested statements."""
+"""The AoI rows of the claims ledger (aoi_fl.evidence.aoi.claims): each verdict rule on small
+constructed inputs whose answer is known, including ones where the rule must say "not held", the
+rows on an empty cache, and the untested statements."""
 
 import re
 
 import numpy as np
 import pytest
 
-from aoi_fl.aoi import claims as ac
 from aoi_fl.aoi import markov, sigma
-from aoi_fl.aoi import results as summaries
+from aoi_fl.evidence.aoi import claims as ac
+from aoi_fl.evidence.aoi import results as summaries
 from aoi_fl.pipeline.claims import VERDICTS
 
 N, M, M_PRIME = ac.N, ac.M, ac.M_PRIME

@@ -1,12 +1,13 @@
-"""The AoI paper's rows as data (``aoi_fl/aoi/claims.toml``): every row loads with a known
+"""The AoI paper's rows as data (``aoi_fl/evidence/aoi/claims.toml``): every row loads with a known
 measure and rule, its numbers are the library's, and the rows that enter depend only on the
 runs."""
 
 import numpy as np
 import pytest
 
-from aoi_fl.aoi import claims as ac
-from aoi_fl.aoi import experiments, markov, measures
+from aoi_fl.aoi import markov
+from aoi_fl.evidence.aoi import claims as ac
+from aoi_fl.evidence.aoi import experiments, measures
 from aoi_fl.pipeline import rules
 
 

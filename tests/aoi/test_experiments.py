@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from aoi_fl.aoi import experiments as ex
-from aoi_fl.aoi import results as summaries
 from aoi_fl.core.train import rounds_to_target
+from aoi_fl.evidence.aoi import experiments as ex
+from aoi_fl.evidence.aoi import results as summaries
 from aoi_fl.pipeline.runs import build_trainer, resolve_config
 
 DATA = str(Path(__file__).resolve().parents[2] / "data")
@@ -105,6 +105,19 @@ def test_every_panel_configuration_resolves(profile):
         assert len(grid) == 2 * len(settings["policies"]) * settings["seeds"]
         for c in grid:
             resolve_config(c)
+        # the panel's own names and numbers, which a plan uses unchecked, pass aoi_config's checks
+        policy, seed = settings["policies"][0], settings["seeds"] - 1
+        assert grid[-1] == ex.aoi_config(
+            settings["dataset"], "noniid", settings["policies"][-1], seed, settings,
+            synthetic=synthetic,
+        )  # fmt: skip
+        assert policy in ex.POLICIES
+        plan = ex.plan(name, profile, synthetic_data=settings["dataset"] if synthetic else None)
+        assert (plan.configs, plan.synthetic, plan.dataset) == (
+            tuple(grid),
+            synthetic,
+            settings["dataset"],
+        )
 
 
 def test_epochs_panel_is_the_first_results_configuration():
@@ -128,6 +141,12 @@ def test_bad_arguments():
         ex.aoi_config("mnist", "mixed", "random", 0, settings)
     with pytest.raises(ValueError, match="synthetic=True is for the CIFAR datasets only"):
         ex.aoi_config("mnist", "iid", "random", 0, settings, synthetic=True)
+    with pytest.raises(ValueError, match="synthetic=True is for the CIFAR datasets only"):
+        ex.plan("main_mnist", "cpu", synthetic_data="mnist")
+    with pytest.raises(ValueError, match="unknown split 'mixed'"):
+        ex.panel_grid("main_mnist", "cpu", splits=["mixed"])
+    with pytest.raises(ValueError, match="seed"):
+        ex.panel_grid("main_mnist", "cpu", seeds=[-1])
     with pytest.raises(ValueError, match="unknown dataset"):
         ex.schedule("cpu", "emnist")
     with pytest.raises(ValueError, match="unknown panel 'fig9'"):
@@ -222,7 +241,7 @@ def test_curves_of_screened_runs_keep_the_rounds_every_seed_evaluated():
 
 
 def test_paired_answer_compares_markov_optimal_with_every_other_policy():
-    from aoi_fl.aoi import figures as aoi_figures
+    from aoi_fl.evidence.aoi import figures as aoi_figures
 
     # Markov optimal crosses 0.97 at round 3 in every seed, random at 5, 5 and 6 (rounds of
     # their own): the paired difference is -2, -2, -3 rounds
@@ -244,7 +263,7 @@ def test_paired_answer_compares_markov_optimal_with_every_other_policy():
 
 
 def test_plot_panel_draws_both_splits_and_the_papers_markers():
-    from aoi_fl.aoi import figures as aoi_figures
+    from aoi_fl.evidence.aoi import figures as aoi_figures
 
     runs = [
         _screened_run(split, policy, seed, 3, lambda t: t / 7)

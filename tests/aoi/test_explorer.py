@@ -1,6 +1,7 @@
-"""The live explorer (aoi_fl.aoi.explorer): every value it shows against the library function that
-computes it, over a grid of parameters with its edge cases (m = n, m' = 1, m' above n/m, one huge
-client); theory against its short simulation with stated tolerances; the widget's error path.
+"""The live explorer (aoi_fl.evidence.aoi.explorer): every value it shows against the library
+function that computes it, over a grid of parameters with its edge cases (m = n, m' = 1, m' above
+n/m, one huge client); theory against its short simulation with stated tolerances; the widget's
+error path.
 
 Values computed by the same library call are compared exactly. The simulations are seeded, so
 every comparison is deterministic; the theory-vs-simulation tolerances are about 3-5 standard
@@ -17,11 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aoi_fl.aoi import explorer, markov, memoryless, samplers, sigma
+from aoi_fl.aoi import markov, memoryless, samplers, sigma
 from aoi_fl.core import delays as trace_delays
 from aoi_fl.core import stats
 from aoi_fl.core.validation import require_n_m
 from aoi_fl.data.partition import zipf_sizes
+from aoi_fl.evidence.aoi import explorer
 
 POLICIES = samplers.POLICIES
 
@@ -275,7 +277,7 @@ def test_summary_and_plot():
 def test_importable_without_ipywidgets():
     code = (
         "import sys; sys.modules['ipywidgets'] = None\n"
-        "from aoi_fl.aoi import explorer\n"
+        "from aoi_fl.evidence.aoi import explorer\n"
         "ex = explorer.explore(10, 2, 3, sim_rounds=20)\n"
         "print(explorer.summary(ex).splitlines()[0])\n"
         "try:\n    explorer.widget()\nexcept ImportError:\n    print('no widget')\n"

@@ -1,4 +1,4 @@
-"""aoi_fl.aoi.figures: how notebooks 05-07 set up, show and check their training panels
+"""aoi_fl.evidence.aoi.figures: how notebooks 05-07 set up, show and check their training panels
 (PanelNotebook, and check_panel, the assertions they run on a panel), and Table II as notebook 08
 prints and draws it."""
 
@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aoi_fl.aoi import experiments
-from aoi_fl.aoi import figures as aoi_figures
-from aoi_fl.aoi.figures import (
+from aoi_fl.core.train import rounds_to_target
+from aoi_fl.evidence.aoi import experiments
+from aoi_fl.evidence.aoi import figures as aoi_figures
+from aoi_fl.evidence.aoi.figures import (
     PanelNotebook,
     check_panel,
-    describe,
     panel_notebook,
     plot_table2,
     print_local_work_table,
@@ -23,7 +23,6 @@ from aoi_fl.aoi.figures import (
     print_skew_tables,
     print_table2,
 )
-from aoi_fl.core.train import rounds_to_target
 from aoi_fl.pipeline.cache import config_key
 from aoi_fl.pipeline.notebook import NotebookSetup
 from aoi_fl.pipeline.runs import resolve_config
@@ -149,9 +148,9 @@ def served(monkeypatch):
     """Serve ``served[panel]`` as the panel's results; the calls made, in ``served["calls"]``."""
     served = {"calls": []}
 
-    def panel_results(panel, profile, **options):
-        served["calls"].append((panel, profile, options))
-        return served[panel]
+    def panel_results(plan, **options):
+        served["calls"].append((plan, options))
+        return served[plan.name]
 
     monkeypatch.setattr(aoi_figures, "panel_results", panel_results)
     return served
@@ -184,22 +183,24 @@ def test_show_describes_loads_plots_saves_and_answers_the_papers_claim(tmp_path,
     assert panels.show("main_mnist", "fig5", "Fig. 5 title") is runs
     assert served["calls"] == [
         (
-            "main_mnist",
-            "cpu",
+            experiments.plan("main_mnist", "cpu"),
             {
                 "results_dir": "../results",
                 "data_root": "../data",
                 "rerun": True,
                 "only_cached": False,
-                "synthetic": False,
                 "workers": 2,
                 "threads": 1,
             },
         )
     ]
+    assert served["calls"][0][0].configs == tuple(experiments.panel_grid("main_mnist", "cpu"))
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0] == describe("main_mnist", "cpu")
+    assert lines[0] == (
+        "main_mnist: mnist, model mcmahan_cnn, 5 local steps, rounds IID 70 / non-IID 150, "
+        "seeds 3, policies random, probabilistic, markov_optimal, markov_nonoptimal"
+    )
     assert lines[1].startswith("example configuration: {'dataset': {'name': 'mnist'}")
     assert lines[2] == "rounds to 97% test accuracy per seed"
     assert "\nmarkov_optimal minus the other policy, paired over seeds\n" in out
@@ -219,8 +220,8 @@ def test_synthetic_data_are_marked_and_other_panels_train_on_real_data(tmp_path,
     assert plt.gcf().get_suptitle() == "Fig. 6 title · SYNTHETIC DATA"
     plt.close("all")
     panels.load("fashion")  # described only: no example configuration, no plot
-    assert capsys.readouterr().out == describe("fashion", "cpu") + "\n"
-    assert [call[2]["synthetic"] for call in served["calls"]] == [True, False]
+    assert capsys.readouterr().out == experiments.plan("fashion", "cpu").description + "\n"
+    assert [plan.synthetic for plan, _ in served["calls"]] == [True, False]
     assert list(panels.shown) == ["main_cifar10", "fashion"]
 
 

@@ -30,7 +30,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from aoi_fl.aoi.experiments import panel_grid
+from aoi_fl.evidence.aoi.experiments import panel_grid
 from aoi_fl.pipeline.runs import build_trainer, cached_results
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

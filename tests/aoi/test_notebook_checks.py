@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from aoi_fl.aoi import checks, experiments, figures, markov
-from aoi_fl.aoi import theory_figures as figs
+from aoi_fl.aoi import markov
+from aoi_fl.evidence.aoi import checks, experiments, figures
+from aoi_fl.evidence.aoi import theory_figures as figs
 from aoi_fl.pipeline import experiment, runs
 from aoi_fl.pipeline.profiles import settings
 

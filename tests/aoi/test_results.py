@@ -1,12 +1,13 @@
-"""The AoI paper's tables of training results (aoi_fl.aoi.results): pairing runs by seed and the
-per-split paired table built from the statistics of aoi_fl.pipeline.paired."""
+"""The AoI paper's tables of training results (aoi_fl.evidence.aoi.results): pairing runs by seed
+and the per-split paired table built from the statistics of aoi_fl.pipeline.paired."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from aoi_fl.aoi import markov, results, samplers, sigma
-from aoi_fl.aoi.results import final_accuracy_table, paired_differences, paired_table
+from aoi_fl.aoi import markov, samplers, sigma
+from aoi_fl.evidence.aoi import results
+from aoi_fl.evidence.aoi.results import final_accuracy_table, paired_differences, paired_table
 from aoi_fl.pipeline.paired import minimum_detectable_effect, paired_interval, verdict
 
 

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import torch
 
-from aoi_fl.aoi import experiments as ex
 from aoi_fl.aoi.samplers import make_sampler
 from aoi_fl.aoi.skew import (
     LocalOptimumCriterion,
@@ -19,6 +18,7 @@ from aoi_fl.aoi.skew import (
 from aoi_fl.core.models import build_model
 from aoi_fl.core.tensors import TensorSplit
 from aoi_fl.core.train import FederatedData, FederatedTrainer, TrainSettings
+from aoi_fl.evidence.aoi import experiments as ex
 from aoi_fl.pipeline.runs import client_sizes, run_experiment
 
 

@@ -32,10 +32,10 @@ import numpy as np
 import pytest
 import torch
 
-from aoi_fl.aoi import experiments as ex
 from aoi_fl.aoi.skew import LocalOptimumCriterion, skew_of_run, skew_sensitivity
 from aoi_fl.data import synthetic
 from aoi_fl.data.partition import iid_sizes, zipf_sizes
+from aoi_fl.evidence.aoi import experiments as ex
 from aoi_fl.pipeline.runs import client_sizes, run_experiment
 
 FLOAT32 = 1e-6

@@ -1,4 +1,4 @@
-"""aoi_fl.aoi.theory_figures: the settings, tables and figures of notebooks 01-04."""
+"""aoi_fl.evidence.aoi.theory_figures: the settings, tables and figures of notebooks 01-04."""
 
 from dataclasses import replace
 
@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from aoi_fl.aoi import markov, samplers, sigma  # noqa: E402
-from aoi_fl.aoi import theory_figures as figs  # noqa: E402
+from aoi_fl.evidence.aoi import theory_figures as figs  # noqa: E402
 from aoi_fl.pipeline.plotting import style  # noqa: E402
 from aoi_fl.pipeline.profiles import ENV_VAR, settings  # noqa: E402
 

@@ -1,12 +1,13 @@
-"""aoi_fl.aoi.traces: the simulated traces behind Figs 2 and 4, shared by notebooks 02-04 and
-the ledger."""
+"""aoi_fl.evidence.aoi.traces: the simulated traces behind Figs 2 and 4, shared by notebooks 02-04
+and the ledger."""
 
 import numpy as np
 import pytest
 
-from aoi_fl.aoi import samplers, traces
+from aoi_fl.aoi import samplers
 from aoi_fl.core import stats
 from aoi_fl.data import partition
+from aoi_fl.evidence.aoi import traces
 
 N, M, M_PRIME = 100, 15, 10
 WINDOWS = (1, 2, 5, 10)

@@ -1,6 +1,6 @@
-"""The arena's configurations (:mod:`aoi_fl.arena.experiments`), the checks its notebook runs on
-them (:mod:`aoi_fl.arena.checks`) and its rows of the claims ledger (:mod:`aoi_fl.arena.claims`),
-on hand-built configurations and frames.
+"""The arena's configurations (:mod:`aoi_fl.evidence.arena.experiments`), the checks its notebook
+runs on them (:mod:`aoi_fl.evidence.arena.checks`) and its rows of the claims ledger
+(:mod:`aoi_fl.evidence.arena.claims`), on hand-built configurations and frames.
 
 The availability check's expected counts are computed here as the check computes them, from
 :func:`aoi_fl.core.availability.build_availability`: the mean over the T rounds of sum_i
@@ -18,12 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aoi_fl.arena import checks
-from aoi_fl.arena import claims as arena_claims
-from aoi_fl.arena import experiments as ex
-from aoi_fl.arena import results as ar
 from aoi_fl.core.availability import build_availability
 from aoi_fl.core.seeding import generator
+from aoi_fl.evidence.arena import checks
+from aoi_fl.evidence.arena import claims as arena_claims
+from aoi_fl.evidence.arena import experiments as ex
+from aoi_fl.evidence.arena import results as ar
 
 PROFILE = "smoke"
 
@@ -339,7 +339,7 @@ def faster_frame(diffs, censored=()):
 
 
 def printed_line(c):
-    """The line :func:`aoi_fl.arena.claims.verdict_lines` prints for a row."""
+    """The line :func:`aoi_fl.evidence.arena.claims.verdict_lines` prints for a row."""
     ours = "-" if c.ours is None else f"{c.ours:+.3g}"
     return f"{c.key}: {c.claim} (ours {ours} rounds; {c.spread}) -> {c.verdict}"
 
@@ -406,8 +406,9 @@ def test_a_faster_row_matches_only_its_own_line():
 
 
 def synthetic_load(tier, profile, policies=None, availabilities=None, *, results_dir="results"):
-    """:func:`aoi_fl.arena.results.load` on made-up runs: markov_optimal faster than uniform
-    under bernoulli, slower under diurnal, the same under the others; every other policy random."""
+    """:func:`aoi_fl.evidence.arena.results.load` on made-up runs: markov_optimal faster than
+    uniform under bernoulli, slower under diurnal, the same under the others; every other policy
+    random."""
     policies = ex.POLICIES if policies is None else tuple(policies)
     availabilities = tuple(ex.AVAILABILITY if availabilities is None else availabilities)
     rng = generator(4, "test arena claims", ex.TIERS.index(tier))

@@ -1,14 +1,14 @@
-"""The arena's ledger rows (:mod:`aoi_fl.arena.claims`): its ``claims.toml`` written out for
-every comparison the tiers can make, and on hand-built frames each tier one Holm-adjusted
+"""The arena's ledger rows (:mod:`aoi_fl.evidence.arena.claims`): its ``claims.toml`` written out
+for every comparison the tiers can make, and on hand-built frames each tier one Holm-adjusted
 family, a screen row decided only where the confirm tier repeats it."""
 
 import pandas as pd
 import pytest
 
-from aoi_fl.arena import claims as arc
-from aoi_fl.arena import experiments as ex
-from aoi_fl.arena import measures
-from aoi_fl.arena import results as ar
+from aoi_fl.evidence.arena import claims as arc
+from aoi_fl.evidence.arena import experiments as ex
+from aoi_fl.evidence.arena import measures
+from aoi_fl.evidence.arena import results as ar
 from aoi_fl.pipeline import claimfiles
 
 from .test_results import row

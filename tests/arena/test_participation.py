@@ -1,7 +1,7 @@
-"""Participation and learning metrics of a run (aoi_fl.arena.participation): a hand-computed
-trace, invariants against the dense reference functions of aoi_fl.core.stats, a Monte-Carlo
-check against the closed forms of uniform m-of-n sampling, one real trainer history, and every
-error message."""
+"""Participation and learning metrics of a run (aoi_fl.evidence.arena.participation): a
+hand-computed trace, invariants against the dense reference functions of aoi_fl.core.stats, a
+Monte-Carlo check against the closed forms of uniform m-of-n sampling, one real trainer history, and
+every error message."""
 
 import dataclasses
 import math
@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 from scipy.stats import chi2
 from torch import nn
 
-from aoi_fl.arena.participation import (
+from aoi_fl.core.delays import delays
+from aoi_fl.core.seeding import generator
+from aoi_fl.core.selection import RandomWeighted
+from aoi_fl.core.stats import empirical_sigma_from_matrix, intervals_from_matrix
+from aoi_fl.core.tensors import TensorSplit
+from aoi_fl.core.train import ConstantLR, FederatedData, FederatedTrainer, TrainSettings
+from aoi_fl.evidence.arena.participation import (
     IntervalStats,
     RunMetrics,
     empirical_sigma,
@@ -26,12 +32,6 @@ from aoi_fl.arena.participation import (
     selection_counts,
     worst_clients_accuracy,
 )
-from aoi_fl.core.delays import delays
-from aoi_fl.core.seeding import generator
-from aoi_fl.core.selection import RandomWeighted
-from aoi_fl.core.stats import empirical_sigma_from_matrix, intervals_from_matrix
-from aoi_fl.core.tensors import TensorSplit
-from aoi_fl.core.train import ConstantLR, FederatedData, FederatedTrainer, TrainSettings
 
 # ---------------------------------------------------------------------------------------------
 # A trace small enough to work out by hand: n = 3 clients, T = 6 rounds.

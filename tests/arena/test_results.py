@@ -1,7 +1,7 @@
-"""The arena's tables on small hand-built frames (:mod:`aoi_fl.arena.results`).
+"""The arena's tables on small hand-built frames (:mod:`aoi_fl.evidence.arena.results`).
 
-Each frame has the columns :func:`aoi_fl.arena.results.run_row` produces. A comparison's interval
-and minimum detectable effect are those of :mod:`aoi_fl.pipeline.paired` on the paired
+Each frame has the columns :func:`aoi_fl.evidence.arena.results.run_row` produces. A comparison's
+interval and minimum detectable effect are those of :mod:`aoi_fl.pipeline.paired` on the paired
 differences; its word follows the interval's side of 0 and the measure's direction (rounds: lower
 is better; accuracies: higher is better). Separation is Friedman's chi-square, which is largest,
 r (k - 1), when every seed orders the k policies the same way.
@@ -17,16 +17,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from aoi_fl.arena import experiments as ex
-from aoi_fl.arena import results as ar
 from aoi_fl.core.seeding import generator
+from aoi_fl.evidence.arena import experiments as ex
+from aoi_fl.evidence.arena import results as ar
 from aoi_fl.pipeline.paired import minimum_detectable_effect, paired_interval
 
 BETTER, WORSE, NO_DIFFERENCE, CENSORED = ar.WORDS
 
 
 def row(policy, seed, rounds=50, *, availability="bernoulli", censored=False, **extra):
-    """One run's row as :func:`aoi_fl.arena.results.run_row` lays it out."""
+    """One run's row as :func:`aoi_fl.evidence.arena.results.run_row` lays it out."""
     out = {
         "availability": availability,
         "policy": policy,

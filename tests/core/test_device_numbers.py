@@ -31,8 +31,8 @@ import numpy as np
 import pytest
 import torch
 
-from aoi_fl.fedsum import costs
-from aoi_fl.fedsum.experiments import summarise
+from aoi_fl.evidence.fedsum import costs
+from aoi_fl.evidence.fedsum.experiments import summarise
 from aoi_fl.pipeline import cache, runs
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -31,11 +31,11 @@ def test_every_paper_registers_its_samplers_and_algorithms():
 
 
 def test_families_are_the_names_the_experiments_plot_together():
-    from aoi_fl.agnostic import experiments as ax
-    from aoi_fl.aoi import experiments
     from aoi_fl.arena.policies import ARENA_FAMILY
-    from aoi_fl.fedsum import experiments as fx
-    from aoi_fl.kvib import experiments as kx
+    from aoi_fl.evidence.agnostic import experiments as ax
+    from aoi_fl.evidence.aoi import experiments
+    from aoi_fl.evidence.fedsum import experiments as fx
+    from aoi_fl.evidence.kvib import experiments as kx
 
     families = {k: set(v) for k, v in registry.FAMILIES.items()}
     assert families == {

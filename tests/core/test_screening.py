@@ -117,7 +117,7 @@ def test_bad_screening_options_name_the_setting(options, message):
 def test_screening_check_separates_the_rounds_near_the_target():
     from types import SimpleNamespace
 
-    from aoi_fl.aoi.results import screening_check
+    from aoi_fl.evidence.aoi.results import screening_check
 
     history = {
         "screen_accuracy": [0.5, 0.93, 0.955, None],

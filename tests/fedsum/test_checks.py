@@ -1,5 +1,5 @@
-"""The rules notebooks 14-17 check in every profile (aoi_fl.fedsum.checks), on runs built by hand
-that break one rule each, and notebook 14's checks on the smoke profile's traces (the cpu
+"""The rules notebooks 14-17 check in every profile (aoi_fl.evidence.fedsum.checks), on runs built
+by hand that break one rule each, and notebook 14's checks on the smoke profile's traces (the cpu
 profile's run in test_notebook_checks.py)."""
 
 import dataclasses
@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aoi_fl.fedsum import checks, traces
-from aoi_fl.fedsum import claims as fc
-from aoi_fl.fedsum import experiments as fx
+from aoi_fl.evidence.fedsum import checks, traces
+from aoi_fl.evidence.fedsum import claims as fc
+from aoi_fl.evidence.fedsum import experiments as fx
 
 
 def run(pattern, algorithm, sampler, *, active, tau=(3, 1.5), rounds=4, seed=0):

@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aoi_fl.fedsum import claims as fc
-from aoi_fl.fedsum import costs, delays
-from aoi_fl.fedsum import experiments as fx
-from aoi_fl.fedsum import results as fr
+from aoi_fl.evidence.fedsum import claims as fc
+from aoi_fl.evidence.fedsum import costs
+from aoi_fl.evidence.fedsum import experiments as fx
+from aoi_fl.evidence.fedsum import results as fr
+from aoi_fl.fedsum import delays
 from aoi_fl.pipeline import runs
 from aoi_fl.pipeline.claims import OURS_TAG, VERDICTS, Untested
 
@@ -359,7 +360,7 @@ def test_a_communication_verdict_needs_every_protocol_to_send_the_paper_s_vector
 
 
 def flower_like(extra_up=()):
-    """A stand-in for Flower's messages (``measure`` of :func:`~aoi_fl.fedsum.costs.
+    """A stand-in for Flower's messages (``measure`` of :func:`~aoi_fl.evidence.fedsum.costs.
     flower_traffic`): two messages carrying the vectors the paper states for the configured
     method, its replies one more for the methods in ``extra_up``."""
 

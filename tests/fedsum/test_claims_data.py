@@ -1,14 +1,14 @@
-"""The FedSUM paper's rows as data (``aoi_fl/fedsum/claims.toml``): every row loads with a known
-measure and rule, its statement is filled by every profile's facts, and what it states is what
+"""The FedSUM paper's rows as data (``aoi_fl/evidence/fedsum/claims.toml``): every row loads with a
+known measure and rule, its statement is filled by every profile's facts, and what it states is what
 the library computes (App. F's cases, the vectors sent and kept, the claims' conditions)."""
 
 import re
 
 import pytest
 
-from aoi_fl.fedsum import claims as fc
-from aoi_fl.fedsum import experiments as fx
-from aoi_fl.fedsum import measures
+from aoi_fl.evidence.fedsum import claims as fc
+from aoi_fl.evidence.fedsum import experiments as fx
+from aoi_fl.evidence.fedsum import measures
 from aoi_fl.pipeline.profiles import PROFILES
 from aoi_fl.pipeline.rules import RULES
 

@@ -1,5 +1,5 @@
-"""What each method sends and keeps, counted in its implementation (aoi_fl.fedsum.costs): the
-paper's methods in the in-process trainer, a method that sends one vector more counted with
+"""What each method sends and keeps, counted in its implementation (aoi_fl.evidence.fedsum.costs):
+the paper's methods in the in-process trainer, a method that sends one vector more counted with
 it, a model a side does not read not counted, Flower's messages counted from their arrays (on
 constructed messages; the real ones: tests/flower/test_messages.py), the cache, the errors."""
 
@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from aoi_fl.core.algorithms import FedAvg
-from aoi_fl.fedsum import costs
-from aoi_fl.fedsum import experiments as fx
+from aoi_fl.evidence.fedsum import costs
+from aoi_fl.evidence.fedsum import experiments as fx
 from aoi_fl.fedsum.algorithms import FedSUM
 from aoi_fl.pipeline.runs import ALGORITHMS, build_trainer
 

@@ -9,9 +9,9 @@ import torch
 
 from aoi_fl.core import delays as trace_delays
 from aoi_fl.data.datasets import load_dataset, load_mnist, normalize_mnist
+from aoi_fl.evidence.fedsum import experiments as fx
+from aoi_fl.evidence.fedsum import results as fr
 from aoi_fl.fedsum import delays
-from aoi_fl.fedsum import experiments as fx
-from aoi_fl.fedsum import results as fr
 from aoi_fl.fedsum.patterns import Bernoulli, DeterministicCyclic, UniformSubset
 from aoi_fl.pipeline import experiment, runs
 from aoi_fl.pipeline.cache import config_key

@@ -12,8 +12,8 @@ import pytest  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 
 from aoi_fl.data.partition import label_histogram  # noqa: E402
-from aoi_fl.fedsum import figures  # noqa: E402
-from aoi_fl.fedsum.experiments import (  # noqa: E402
+from aoi_fl.evidence.fedsum import figures  # noqa: E402
+from aoi_fl.evidence.fedsum.experiments import (  # noqa: E402
     CASES,
     FAMILY,
     LONG_ALGORITHMS,
@@ -22,8 +22,8 @@ from aoi_fl.fedsum.experiments import (  # noqa: E402
     Planned,
     RunSummary,
 )
-from aoi_fl.fedsum.figures import AXIS_LABELS as AXIS  # noqa: E402
-from aoi_fl.fedsum.results import group  # noqa: E402
+from aoi_fl.evidence.fedsum.figures import AXIS_LABELS as AXIS  # noqa: E402
+from aoi_fl.evidence.fedsum.results import group  # noqa: E402
 from aoi_fl.pipeline.plotting import style  # noqa: E402
 
 

@@ -1,5 +1,5 @@
-"""The checks of notebooks 14-17 (:mod:`aoi_fl.fedsum.checks`) in the ``cpu`` profile, on what
-the notebooks read: the committed ``results/`` cache (nothing trains; notebook 14 simulates its
+"""The checks of notebooks 14-17 (:mod:`aoi_fl.evidence.fedsum.checks`) in the ``cpu`` profile, on
+what the notebooks read: the committed ``results/`` cache (nothing trains; notebook 14 simulates its
 participation traces, which trains nothing either) and the MNIST partition. What the Readings
 state holds; a changed number fails the check that rests on it."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aoi_fl.fedsum import checks, traces
-from aoi_fl.fedsum import claims as fc
-from aoi_fl.fedsum import experiments as fx
-from aoi_fl.fedsum import results as fr
+from aoi_fl.evidence.fedsum import checks, traces
+from aoi_fl.evidence.fedsum import claims as fc
+from aoi_fl.evidence.fedsum import experiments as fx
+from aoi_fl.evidence.fedsum import results as fr
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS, DATA = str(ROOT / "results"), str(ROOT / "data")

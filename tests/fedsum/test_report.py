@@ -1,13 +1,13 @@
-"""What notebooks 14-17 print (aoi_fl.fedsum.report): lines checked against numbers worked out by
-hand, and the branches the committed cpu outputs do not show."""
+"""What notebooks 14-17 print (aoi_fl.evidence.fedsum.report): lines checked against numbers worked
+out by hand, and the branches the committed cpu outputs do not show."""
 
 import math
 
 import numpy as np
 import pandas as pd
 
-from aoi_fl.fedsum import experiments as fx
-from aoi_fl.fedsum import report
+from aoi_fl.evidence.fedsum import experiments as fx
+from aoi_fl.evidence.fedsum import report
 
 
 def lines(capsys):

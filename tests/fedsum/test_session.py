@@ -1,11 +1,11 @@
-"""Notebooks 15-17's session (aoi_fl.fedsum.session): what it prints before a panel runs, where
-its runs go, and when the CIFAR-10 panels run (nothing is trained here)."""
+"""Notebooks 15-17's session (aoi_fl.evidence.fedsum.session): what it prints before a panel runs,
+where its runs go, and when the CIFAR-10 panels run (nothing is trained here)."""
 
 import numpy as np
 import pytest
 
-from aoi_fl.fedsum import experiments as fx
-from aoi_fl.fedsum import session
+from aoi_fl.evidence.fedsum import experiments as fx
+from aoi_fl.evidence.fedsum import session
 from aoi_fl.pipeline.notebook import NotebookSetup
 
 
@@ -24,7 +24,7 @@ def test_describe_each_kind_of_panel():
 
 @pytest.fixture
 def trained(monkeypatch):
-    """Records what :func:`aoi_fl.fedsum.experiments.run_planned` is asked, and returns a
+    """Records what :func:`aoi_fl.evidence.fedsum.experiments.run_planned` is asked, and returns a
     summary per planned run without training."""
     calls = []
 

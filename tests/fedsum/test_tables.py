@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aoi_fl.fedsum import experiments as fx
-from aoi_fl.fedsum import results as fr
+from aoi_fl.evidence.fedsum import experiments as fx
+from aoi_fl.evidence.fedsum import results as fr
 from aoi_fl.pipeline import runs
 
 

@@ -1,5 +1,5 @@
-"""Notebook 14's table (aoi_fl.fedsum.traces): every pattern of the ledger's App. F list and the
-AoI Markov policies, with its bound and the columns derived from it, on the smoke profile's
+"""Notebook 14's table (aoi_fl.evidence.fedsum.traces): every pattern of the ledger's App. F list
+and the AoI Markov policies, with its bound and the columns derived from it, on the smoke profile's
 traces (N = 100, S = 20, T = 200, 2 seeds)."""
 
 import numpy as np
@@ -7,8 +7,9 @@ import pytest
 
 from aoi_fl.core.delays import sampler_metrics
 from aoi_fl.core.registry import SAMPLERS
-from aoi_fl.fedsum import claims as fc
-from aoi_fl.fedsum import delays, traces
+from aoi_fl.evidence.fedsum import claims as fc
+from aoi_fl.evidence.fedsum import traces
+from aoi_fl.fedsum import delays
 from aoi_fl.fedsum.patterns import UniformSubset
 
 

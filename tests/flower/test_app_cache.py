@@ -1,7 +1,7 @@
-"""Notebook 18's pairs of runs in the cache (:func:`aoi_fl.flower.figures.flower_pairs`, issue
-38): computed once, both sides together, and re-read without starting Flower or Ray; ``rerun``,
-or a missing side, computes the pair again. ``flwr run`` is stood in for by the trainer itself
-(the real one: ``test_app.py``)."""
+"""Notebook 18's pairs of runs in the cache (:func:`aoi_fl.evidence.flower.figures.flower_pairs`,
+issue 38): computed once, both sides together, and re-read without starting Flower or Ray;
+``rerun``, or a missing side, computes the pair again. ``flwr run`` is stood in for by the trainer
+itself (the real one: ``test_app.py``)."""
 
 import shutil
 
@@ -9,7 +9,8 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from aoi_fl.flower import app, figures, simulation  # noqa: E402
+from aoi_fl.evidence.flower import figures
+from aoi_fl.flower import app, simulation  # noqa: E402
 from aoi_fl.pipeline import runs  # noqa: E402
 from aoi_fl.pipeline.cache import ResultStore  # noqa: E402
 

@@ -1,7 +1,7 @@
-"""Notebook 18's library side (:mod:`aoi_fl.flower.figures`, :func:`simulation.mnist_config`,
-:func:`simulation.run_both`) on made-up runs: the agreement table, the selections figure, the
-participation table beside a long trace, and checks that fail where the notebook's text would
-be wrong. (The Flower run itself: ``test_simulation.py``.)"""
+"""Notebook 18's library side (:mod:`aoi_fl.evidence.flower.figures`,
+:func:`simulation.mnist_config`, :func:`simulation.run_both`) on made-up runs: the agreement table,
+the selections figure, the participation table beside a long trace, and checks that fail where the
+notebook's text would be wrong. (The Flower run itself: ``test_simulation.py``.)"""
 
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,7 +18,8 @@ import torch  # noqa: E402
 
 pytest.importorskip("flwr")
 
-from aoi_fl.flower import figures, simulation  # noqa: E402
+from aoi_fl.evidence.flower import figures
+from aoi_fl.flower import simulation  # noqa: E402
 from aoi_fl.flower.simulation import FlowerRun  # noqa: E402
 from aoi_fl.pipeline import runs  # noqa: E402
 from aoi_fl.pipeline.plotting import style  # noqa: E402
@@ -151,8 +152,8 @@ def test_run_both_trains_both_sides_with_one_thread_and_restores_it(monkeypatch)
 def test_the_cpu_profiles_long_trace_checks_hold_without_flower():
     # notebook 18's cpu settings (30 clients, m = 5, 20,000 rounds): the long traces and the
     # theory need no Flower run, so its first rounds stand in for the Flower run's records
-    from aoi_fl.aoi import results
     from aoi_fl.aoi.samplers import POLICIES as ALL
+    from aoi_fl.evidence.aoi import results
 
     pairs, configs = {}, {}
     for policy in ALL:

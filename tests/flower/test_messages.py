@@ -1,5 +1,5 @@
 """What Flower's messages carry (issue 37): the in-process grid records the arrays of every
-training message and reply; counted (aoi_fl.fedsum.costs), they make the ledger's
+training message and reply; counted (aoi_fl.evidence.fedsum.costs), they make the ledger's
 communication rows, which a method sending one vector more makes "not held" in both
 protocols; and the counts cached with the results are what the messages carry now."""
 
@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from aoi_fl.fedsum import claims as fc  # noqa: E402
-from aoi_fl.fedsum import costs  # noqa: E402
-from aoi_fl.fedsum import experiments as fx  # noqa: E402
+from aoi_fl.evidence.fedsum import claims as fc  # noqa: E402
+from aoi_fl.evidence.fedsum import costs  # noqa: E402
+from aoi_fl.evidence.fedsum import experiments as fx  # noqa: E402
 from aoi_fl.fedsum.algorithms import FedSUM  # noqa: E402
 from aoi_fl.flower.inprocess import node_ids, run_in_process, train_messages  # noqa: E402
 from aoi_fl.pipeline.runs import ALGORITHMS, build_trainer  # noqa: E402

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from aoi_fl.kvib import experiments as kx
-from aoi_fl.kvib import results as kr
+from aoi_fl.evidence.kvib import experiments as kx
+from aoi_fl.evidence.kvib import results as kr
 from aoi_fl.pipeline import runs
 
 REPO = Path(__file__).resolve().parents[2]

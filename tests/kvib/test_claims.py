@@ -1,4 +1,4 @@
-"""The K-Vib rows of the claims ledger (aoi_fl.kvib.claims)."""
+"""The K-Vib rows of the claims ledger (aoi_fl.evidence.kvib.claims)."""
 
 import re
 from pathlib import Path
@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from aoi_fl.kvib import claims as kc
-from aoi_fl.kvib import results as kr
+from aoi_fl.evidence.kvib import claims as kc
+from aoi_fl.evidence.kvib import results as kr
 from aoi_fl.pipeline.claims import VERDICTS, Untested, horizon_mean
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,7 +163,7 @@ def test_typically_is_a_majority_of_runs_by_its_bounds():
 
 
 def _fake(name, seed, loss, *, k, accuracy=None, cost=None, every=5, feedback=None):
-    """A cached result as :mod:`aoi_fl.kvib.results` reads it: evaluations every ``every``
+    """A cached result as :mod:`aoi_fl.evidence.kvib.results` reads it: evaluations every ``every``
     rounds, and (``cost``) full-information curves of 20 rounds with that constant cost;
     ``feedback``: the uniform cost of those 20 rounds instead (the aggregate feedback)."""
     history = {

@@ -1,15 +1,15 @@
-"""K-Vib's rows as data (``aoi_fl/kvib/claims.toml``): every row loads with a known measure and
-rule, its statement is filled by every profile's facts, its paper value is the library's, and
+"""K-Vib's rows as data (``aoi_fl/evidence/kvib/claims.toml``): every row loads with a known measure
+and rule, its statement is filled by every profile's facts, its paper value is the library's, and
 every untested statement is read."""
 
 import re
 
 import pytest
 
-from aoi_fl.kvib import claims as kc
-from aoi_fl.kvib import example_measures as em
-from aoi_fl.kvib import experiments as kx
-from aoi_fl.kvib import measures, verdicts
+from aoi_fl.evidence.kvib import claims as kc
+from aoi_fl.evidence.kvib import example_measures as em
+from aoi_fl.evidence.kvib import experiments as kx
+from aoi_fl.evidence.kvib import measures, verdicts
 from aoi_fl.pipeline.profiles import PROFILES
 
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from aoi_fl.kvib import experiments as kx
-from aoi_fl.kvib import results as kr
+from aoi_fl.evidence.kvib import experiments as kx
+from aoi_fl.evidence.kvib import results as kr
 from aoi_fl.pipeline import runs
 from aoi_fl.pipeline.cache import config_key
 

@@ -1,6 +1,6 @@
-"""What notebooks 11-13 show (aoi_fl.kvib.figures) and the tables behind it
-(aoi_fl.kvib.results): Fig. 1's estimation errors, Figs 2, 3, 6 and 7 and the MNIST substitute
-for Fig. 4, the last two from the committed ``cpu`` runs (``conftest.py``)."""
+"""What notebooks 11-13 show (aoi_fl.evidence.kvib.figures) and the tables behind it
+(aoi_fl.evidence.kvib.results): Fig. 1's estimation errors, Figs 2, 3, 6 and 7 and the MNIST
+substitute for Fig. 4, the last two from the committed ``cpu`` runs (``conftest.py``)."""
 
 from types import SimpleNamespace
 
@@ -12,10 +12,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from aoi_fl.evidence.kvib import experiments as kx  # noqa: E402
+from aoi_fl.evidence.kvib import figures as kf  # noqa: E402
+from aoi_fl.evidence.kvib import results as kr  # noqa: E402
 from aoi_fl.kvib import estimators  # noqa: E402
-from aoi_fl.kvib import experiments as kx  # noqa: E402
-from aoi_fl.kvib import figures as kf  # noqa: E402
-from aoi_fl.kvib import results as kr  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +66,7 @@ def test_fig1a_has_a_panel_per_budget_and_a_cloud_per_procedure(example_3_1):
 
 
 def test_the_scale_curve_has_a_line_per_budget_and_the_thresholds(capsys):
-    from aoi_fl.kvib import claims as kc
+    from aoi_fl.evidence.kvib import claims as kc
 
     curve = kc.example_3_1_curve((0.5, 1.0, 1.5), (2, 6), 20, 5)
     kf.print_scale_curve(curve)

@@ -1,4 +1,4 @@
-"""The checks of notebooks 11-13 (aoi_fl.kvib.checks) on the ``cpu`` profile's numbers.
+"""The checks of notebooks 11-13 (aoi_fl.evidence.kvib.checks) on the ``cpu`` profile's numbers.
 
 The notebooks skip the checks of their Readings in the smoke profile; here they run on what the
 committed outputs show: Fig. 1 recomputed (pure NumPy, seeded), the training runs read from the
@@ -9,10 +9,10 @@ is also shown to fail on numbers that contradict it.
 import numpy as np
 import pytest
 
-from aoi_fl.kvib import checks
-from aoi_fl.kvib import claims as kc
-from aoi_fl.kvib import experiments as kx
-from aoi_fl.kvib import results as kr
+from aoi_fl.evidence.kvib import checks
+from aoi_fl.evidence.kvib import claims as kc
+from aoi_fl.evidence.kvib import experiments as kx
+from aoi_fl.evidence.kvib import results as kr
 
 # ---------------------------------------------------------------------------------------------
 # notebook 11

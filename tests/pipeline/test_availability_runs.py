@@ -1,7 +1,7 @@
 """Runs with an availability model, loss-probing and update-driven samplers, and the new training
 options (``client_accuracy``, ``record_norms``, ``compress``), through the pipeline.
 
-The arena's smoke configurations (:mod:`aoi_fl.arena.experiments`: 20 clients holding 2000
+The arena's smoke configurations (:mod:`aoi_fl.evidence.arena.experiments`: 20 clients holding 2000
 Fashion-MNIST samples, softmax regression, a few rounds) keep every run under a second. Checked:
 pairing within a seed (every policy sees the same partition, initial model, mini-batches and
 availability trace), the records (``available``, ``probed``, ``client_accuracy``) against a
@@ -25,10 +25,10 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from aoi_fl.arena import experiments as ex
 from aoi_fl.core import registry
 from aoi_fl.core.availability import build_availability
 from aoi_fl.core.train import FederatedTrainer
+from aoi_fl.evidence.arena import experiments as ex
 from aoi_fl.pipeline import experiment, parts, runs
 from aoi_fl.pipeline.cache import CheckpointStore, ResultStore, config_key
 from aoi_fl.pipeline.runs import resolve_config, run_experiment

@@ -24,10 +24,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aoi_fl.arena import experiments as arena
 from aoi_fl.core.batch import RunBatch, batch_signature
 from aoi_fl.core.engines import client_products
-from aoi_fl.kvib.experiments import synthetic_config
+from aoi_fl.evidence.arena import experiments as arena
+from aoi_fl.evidence.kvib.experiments import synthetic_config
 from aoi_fl.pipeline import batching
 from aoi_fl.pipeline.cache import CheckpointStore
 from aoi_fl.pipeline.runs import (
