@@ -136,19 +136,42 @@ VERDICT = claims.VERDICT_PATTERN
 LEDGER = pytest.mark.xdist_group("ledger")
 
 
+def tagged_verdicts(text: str, ledger, where: str) -> list[tuple[str, str]]:
+    """Every bold verdict of ``text`` with the ledger keys its tag names (``**held**<!-- key
+    ... -->``), checked: each is tagged, and is the ledger's verdict of every key it names.
+    Whitespace is folded first, so that a verdict wrapped over two lines is read too."""
+    text = re.sub(r"\s+", " ", text)
+    tagged = re.findall(rf"\*\*({VERDICT})\*\*<!--(.*?)-->", text)
+    bold = re.findall(rf"\*\*({VERDICT})\*\*", text)
+    assert len(tagged) == len(bold), f"a bold verdict in {where} has no ledger key"
+    for verdict, keys in tagged:
+        assert keys.split(), f"a bold {verdict!r} in {where} has a tag naming no key"
+        for key in keys.split():
+            assert key in ledger.index, f"{where} names {key}, which the ledger does not have"
+            assert ledger.loc[key, "verdict"] == verdict, (where, key, verdict, ledger.loc[key])
+    return tagged
+
+
 @pytest.mark.slow
 @pytest.mark.cpu_sensitive
 @LEDGER
 def test_every_bold_verdict_in_the_readme_findings_is_the_ledgers(ledger):
-    section = findings()
-    tagged = re.findall(rf"\*\*({VERDICT})\*\*<!--(.*?)-->", section, flags=re.S)
-    bold = re.findall(rf"\*\*({VERDICT})\*\*", section)
-    assert len(tagged) == len(bold), "a bold verdict in the README findings has no ledger key"
-    assert len(tagged) >= 10
-    for verdict, keys in tagged:
-        for key in keys.split():
-            assert key in ledger.index, f"README names {key}, which the ledger does not have"
-            assert ledger.loc[key, "verdict"] == verdict, (key, verdict, ledger.loc[key])
+    assert len(tagged_verdicts(findings(), ledger, "the README findings")) >= 10
+
+
+def notebook_markdown(name: str) -> str:
+    nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
+    return "\n\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+@pytest.mark.slow
+@pytest.mark.cpu_sensitive
+@LEDGER
+def test_every_bold_verdict_in_the_notebooks_markdown_is_the_ledgers(ledger):
+    # a notebook's Reading states a row's verdict as the README does: in bold, tagged with its key
+    names = sorted(path.stem for path in (ROOT / "notebooks").glob("*.ipynb"))
+    tags = [tagged_verdicts(notebook_markdown(name), ledger, name) for name in names]
+    assert sum(map(len, tags)) >= 30
 
 
 def notebook_text(name: str) -> str:
