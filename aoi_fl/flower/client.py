@@ -70,6 +70,7 @@ from aoi_fl.flower.strategy import (
     METRICS,
 )
 from aoi_fl.pipeline import plugins
+from aoi_fl.pipeline.runs import build_trainer
 
 #: the node's persistent state in ``context.state``
 STATE = "aoi_fl_client_state"
@@ -81,7 +82,6 @@ def _trainer(config_json: str, data_root: str) -> FederatedTrainer:
     # once per Ray actor, which then trains many virtual clients. Its algorithm object is used
     # for its client-side methods only, which read no table of the trainer: a client's state
     # comes from its node (module docstring).
-    from aoi_fl.pipeline.runs import build_trainer
 
     return build_trainer(json.loads(config_json), data_root, device="cpu")
 

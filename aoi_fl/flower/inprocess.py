@@ -24,6 +24,7 @@ from flwr.supercore.task_identity import TaskIdentity
 from aoi_fl.flower.client import client_app
 from aoi_fl.flower.simulation import FlowerRun, flower_logs, serve
 from aoi_fl.flower.strategy import AVAILABILITY_QUERY, CONFIG
+from aoi_fl.pipeline.runs import build_trainer, resolve_config
 
 
 class InProcessGrid:
@@ -144,7 +145,6 @@ def run_in_process(
     node per client, :func:`node_ids`; ``grid``: its failure switches, by node id): what
     :func:`aoi_fl.flower.simulation.run_flower` does on Ray, the same records, in seconds.
     ``quiet`` keeps Flower's log to errors (:func:`aoi_fl.flower.simulation.flower_logs`)."""
-    from aoi_fl.pipeline.runs import build_trainer, resolve_config
 
     resolved = resolve_config(config)
     server = build_trainer(resolved, data_root, device="cpu")

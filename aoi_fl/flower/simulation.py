@@ -37,7 +37,7 @@ from aoi_fl.core.train import FederatedTrainer
 from aoi_fl.flower.client import client_app
 from aoi_fl.flower.strategy import SamplerStrategy, require_cpu
 from aoi_fl.pipeline import plugins, ray_grid
-from aoi_fl.pipeline.runs import ExperimentResult
+from aoi_fl.pipeline.runs import ExperimentResult, build_trainer, resolve_config
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,6 @@ def run_flower(
     ``quiet`` keeps Flower's and Ray's progress logs (timings, addresses) to warnings and
     errors, so that a notebook's output is the same from run to run.
     """
-    from aoi_fl.pipeline.runs import build_trainer, resolve_config
 
     require_cpu(config)  # before resolving, which drops the device (not part of a run's key)
     resolved = resolve_config(config)
@@ -232,7 +231,6 @@ def run_both(
     are split by thread, so another thread count differs in the last float32 bits, which a few
     rounds of SGD amplify (:func:`agreement` then fails). The caller's thread count is restored.
     """
-    from aoi_fl.pipeline.runs import build_trainer
 
     with one_thread():
         flower = flower or functools.partial(run_flower, threads=1)

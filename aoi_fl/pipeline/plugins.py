@@ -101,6 +101,19 @@ def _papers() -> tuple[ModuleType, ...]:
     return packages
 
 
+def samplers() -> dict[str, Any]:
+    """Every registered sampler factory by name, the papers' and entry points' loaded first
+    (:func:`load`): what a lookup by name uses at run time."""
+    load()
+    return registry.SAMPLERS
+
+
+def algorithms() -> dict[str, Any]:
+    """Every registered algorithm by name, loaded first as :func:`samplers` is."""
+    load()
+    return registry.ALGORITHMS
+
+
 def _import_registers(package: ModuleType) -> None:
     for module in getattr(package, "REGISTERS", ()):
         importlib.import_module(f"{package.__name__}.{module}")

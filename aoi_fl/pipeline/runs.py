@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
-from aoi_fl.core import registry
 from aoi_fl.core.device import requested_device
 from aoi_fl.core.models import build_model
 from aoi_fl.core.validation import renamed, require_choice, require_int, require_real
@@ -49,13 +48,12 @@ from aoi_fl.pipeline.resolve import (
     resolve_config,
 )
 
-# the whole pipeline from one module: its parts live in parts, resolve and experiment
+# the whole pipeline from one module: its parts live in parts, resolve and experiment (and the
+# registries SAMPLERS and ALGORITHMS, loaded when asked for: __getattr__ below)
 __all__ = [
-    "ALGORITHMS",
     "DATASETS",
     "OPTIONAL_TRAINING",
     "PARTITIONS",
-    "SAMPLERS",
     "RunConfig",
     "TRAINING_DEFAULTS",
     "DeadlineReached",
@@ -70,11 +68,17 @@ __all__ = [
     "run_grid",
 ]
 
-#: sampler name -> function(n, sizes, **options) -> Sampler (``sizes``: the clients' data sizes)
-#: and algorithm name -> constructor(**options): the registries of :mod:`aoi_fl.core.registry`,
-#: complete once :func:`plugins.load` (called at the end of this module) has imported the papers
-SAMPLERS = registry.SAMPLERS
-ALGORITHMS = registry.ALGORITHMS
+#: ``SAMPLERS`` (sampler name -> function(n, sizes, **options) -> Sampler, ``sizes``: the
+#: clients' data sizes) and ``ALGORITHMS`` (algorithm name -> constructor(**options)): the
+#: registries of :mod:`aoi_fl.core.registry`, the papers loaded when one is first asked for
+#: (:func:`plugins.samplers`); importing this module loads nothing
+_TABLES = {"SAMPLERS": plugins.samplers, "ALGORITHMS": plugins.algorithms}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TABLES:
+        return _TABLES[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @renamed("cache_dir", "results_dir")
@@ -361,7 +365,3 @@ def _progress(items: Iterable, enabled: bool, unit: str, total: int | None = Non
     from tqdm import tqdm  # plain bars: tqdm.auto warns (with a machine path) without ipywidgets
 
     return tqdm(items, unit=unit, total=total)
-
-
-# the papers' samplers, algorithms and styles, so that the tables above are complete on import
-plugins.load()

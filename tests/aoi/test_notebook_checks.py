@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from aoi_fl.aoi import markov
-from aoi_fl.evidence.aoi import checks, experiments, figures
+from aoi_fl.evidence.aoi import checks, experiments, figures, skew_table
 from aoi_fl.evidence.aoi import theory_figures as figs
 from aoi_fl.pipeline import experiment, runs
 from aoi_fl.pipeline.profiles import settings
@@ -49,7 +49,7 @@ def test_notebook_08_checks_on_the_committed_cache(monkeypatch, capsys):
         raise AssertionError("a local optimum is missing from the committed cache")
 
     monkeypatch.setattr(experiment, "build_trainer", no_training)
-    monkeypatch.setattr(runs, "build_trainer", no_training)
+    monkeypatch.setattr(skew_table, "build_trainer", no_training)  # where local_optima looks
     results_dir, data_root = str(ROOT / "results"), str(ROOT / "data")
     tables = {}
     for dataset in ("mnist",):  # CIFAR cannot be had offline: the cache has none of its runs

@@ -166,7 +166,7 @@ def test_run_planned_caches_small_summaries_and_reuses_them(tmp_path, monkeypatc
     def no_training(*args, **kwargs):
         raise AssertionError("cached summaries must not be recomputed")
 
-    monkeypatch.setattr(runs, "run_grid", no_training)
+    monkeypatch.setattr(fx, "run_grid", no_training)  # where run_planned looks it up
     again = fx.run_planned(
         planned, results_dir=str(tmp_path), work_dir=str(tmp_path / "x"), data_root=DATA
     )
@@ -202,7 +202,7 @@ def test_run_planned_keeps_the_summaries_of_runs_finished_before_a_failure(tmp_p
     def no_training(*args, **kwargs):
         raise AssertionError("a stored summary must not be recomputed")
 
-    monkeypatch.setattr(runs, "run_grid", no_training)
+    monkeypatch.setattr(fx, "run_grid", no_training)  # where run_planned looks it up
     (first,) = fx.run_planned(
         planned[:1], results_dir=str(tmp_path), work_dir=str(tmp_path / "x"), data_root=DATA
     )

@@ -141,7 +141,7 @@ def test_run_both_trains_both_sides_with_one_thread_and_restores_it(monkeypatch)
             seen.append(("trainer", torch.get_num_threads()))
 
     monkeypatch.setattr(simulation, "run_flower", fake_flower)
-    monkeypatch.setattr(runs, "build_trainer", lambda config, data_root, device: Trainer())
+    monkeypatch.setattr(simulation, "build_trainer", lambda config, data_root, device: Trainer())
     torch.set_num_threads(2)  # the conftest restores the session's count
     flower, trainer = simulation.run_both({"any": "config"}, DATA)
     assert flower == "flower run" and isinstance(trainer, Trainer)

@@ -51,8 +51,10 @@ import numpy as np
 from aoi_fl.agnostic import algorithms as agnostic
 from aoi_fl.core.registry import PALETTE, Style, register_family, register_styles
 from aoi_fl.core.validation import renamed, require_choice, require_int, require_real
+from aoi_fl.pipeline import plugins
 from aoi_fl.pipeline.cache import ResultStore, canonical_json
 from aoi_fl.pipeline.profiles import PROFILES
+from aoi_fl.pipeline.runs import client_sizes
 
 N_CLIENTS, M_AVAILABLE, TAU = 100, 10, 10.0
 #: seed offset of the independent copy of the process that p is estimated from
@@ -267,14 +269,12 @@ def p_cache_read_only() -> Iterator[None]:
 
 @functools.lru_cache(maxsize=512)
 def _induced_p(key_json: str, results_dir: str | None, write: bool = True) -> np.ndarray:
-    from aoi_fl.pipeline.runs import SAMPLERS
-
     key = json.loads(key_json)
     store = None if results_dir is None else ResultStore(results_dir)
     if store is not None and (hit := store.load(key)) is not None:
         return hit[1]["p"]
     spec = dict(key["induced_p"])
-    sampler = SAMPLERS[spec.pop("name")](N_CLIENTS, np.asarray(key["sizes"]), **spec)
+    sampler = plugins.samplers()[spec.pop("name")](N_CLIENTS, np.asarray(key["sizes"]), **spec)
     p = agnostic.induced_weights(sampler, key["draws"])
     if store is not None and write:
         store.save(key, {"kind": "induced_p"}, {"p": p})
@@ -444,7 +444,6 @@ def rate_grid(profile: str, c: float) -> list[dict[str, Any]]:
 
 def task_sizes(task: str, seed: int, data_root: str = "data") -> np.ndarray:
     """The clients' data sizes of ``task``'s partition for ``seed`` (Policies 1-2 use them)."""
-    from aoi_fl.pipeline.runs import client_sizes
 
     return client_sizes(config(task, "agnostic", seed, "smoke"), data_root)
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from aoi_fl.agnostic import algorithms as agnostic
 from aoi_fl.agnostic import samplers as participation
+from aoi_fl.aoi.samplers import make_sampler
 from aoi_fl.core.validation import renamed
 from aoi_fl.evidence.agnostic.experiments import (
     M_AVAILABLE,
@@ -155,9 +156,7 @@ def markov_cycle_p(profile: str) -> np.ndarray:
     """The induced p of the optimal Markov policy with m = m' = 10 of N = 100: n/m = 10 is an
     integer, so the chain is a deterministic cycle whose phase groups keep the unequal sizes of
     the initial draw (one realisation's p is not uniform)."""
-    from aoi_fl.pipeline.runs import SAMPLERS
-
-    sampler = SAMPLERS["markov_optimal"](N_CLIENTS, None, m=10, m_prime=10, seed=P_SEED_STREAM)
+    sampler = make_sampler("markov_optimal", n=N_CLIENTS, m=10, m_prime=10, seed=P_SEED_STREAM)
     return agnostic.induced_weights(sampler, schedule(profile)["p_draws"])
 
 

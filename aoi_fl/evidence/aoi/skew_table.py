@@ -17,7 +17,9 @@ from aoi_fl.aoi.skew import (
 )
 from aoi_fl.core.validation import renamed, require_choice
 from aoi_fl.pipeline.cache import ResultStore
+from aoi_fl.pipeline.paired import sample_sd
 from aoi_fl.pipeline.profiles import PROFILES
+from aoi_fl.pipeline.runs import build_trainer, client_sizes, config_device, resolve_config
 
 
 def _local_optimum_key(resolved: Mapping[str, Any], method: dict[str, Any]) -> dict[str, Any]:
@@ -68,7 +70,6 @@ def local_optima(
     batch size only, so all policies of one (dataset, split, seed) share it. Computed on
     ``device`` (else the configuration's, :func:`aoi_fl.pipeline.runs.build_trainer`).
     """
-    from aoi_fl.pipeline.runs import build_trainer, config_device, resolve_config
 
     resolved = resolve_config(config)
     key = _local_optimum_key(resolved, {"epochs": epochs, "lr": lr})
@@ -99,7 +100,6 @@ def local_optima_to_criterion(
     data, i.e. as many epochs of centralised training on the whole training set. Computed on
     ``device`` like :func:`local_optima`.
     """
-    from aoi_fl.pipeline.runs import build_trainer, config_device, resolve_config
 
     if not isinstance(criterion, LocalOptimumCriterion):
         raise TypeError(
@@ -244,7 +244,6 @@ def selection_skew(
 
 def _require_one_configuration(split: str, policy: str, runs: Sequence[Any]) -> None:
     """Refuse runs of one (split, policy) that differ in more than their seeds."""
-    from aoi_fl.pipeline.runs import resolve_config
 
     shared = {repr(_without_seeds(resolve_config(r.config))) for r in runs}
     if len(shared) > 1:
@@ -259,7 +258,6 @@ def _skew_values(
 ) -> tuple[np.ndarray, set[str]]:
     """Per run (rows): the per-run values behind :data:`SKEW_COLUMNS`, and the devices the
     local optima were trained on."""
-    from aoi_fl.pipeline.runs import client_sizes
 
     values, devices = [], set()
     for run in runs:
@@ -289,7 +287,6 @@ def _skew_values(
 
 def _skew_row(split: str, policy: str, v: np.ndarray, devices: set[str]) -> dict[str, Any]:
     """One row of :func:`selection_skew`: the means over seeds of :func:`_skew_values`."""
-    from aoi_fl.pipeline.paired import sample_sd
 
     mean = v.mean(axis=0)
     return {

@@ -10,11 +10,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from aoi_fl.aoi.samplers import make_sampler
 from aoi_fl.core.delays import sampler_metrics
-from aoi_fl.core.registry import SAMPLERS
 from aoi_fl.evidence.fedsum import experiments as fx
 from aoi_fl.fedsum import delays, patterns
-from aoi_fl.pipeline import plugins
 
 #: the one-sided level of the confidence limit of mean tau_max against a bound on E[tau_max]
 BOUND_LEVEL = 0.95
@@ -107,9 +106,8 @@ def _lemma_f2_cases(n: int, s: int, t: int) -> dict[str, BoundCase]:
     FedAWE code's period 20 alike, App. H.8's biased sampling and the p grid; the AoI paper's
     Policy 2 draws its S clients with replacement, so clients are not independent and the
     lemma's hypothesis fails, but its proof needs only P(i active) >= delta each round: an
-    extension of ours (a row of ours). The AoI policies come from the registry (the AoI paper
-    registers them; :func:`plugins.load`)."""
-    plugins.load()
+    extension of ours (a row of ours). The AoI policies are the AoI paper's own
+    (:func:`aoi_fl.aoi.samplers.make_sampler`)."""
     p = s / n
     p3_low = p * (0.7 - 0.3)  # min_t p^t of P3
     biased_low = float(patterns.biased_probabilities(n).min())
@@ -159,7 +157,7 @@ def _lemma_f2_cases(n: int, s: int, t: int) -> dict[str, BoundCase]:
         "lemf2.aoi_probabilistic": case(
             "AoI Policy 2: probabilistic",
             "AoI Policy 2 (probabilistic)",
-            lambda seed: SAMPLERS["probabilistic"](n, None, m=s, seed=seed),
+            lambda seed: make_sampler("probabilistic", n=n, m=s, seed=seed),
             policy2_delta,
             f"1 - (1 - 1/N)^S = {policy2_delta:.3g}",
             ours=True,

@@ -38,7 +38,9 @@ from typing import Any, NamedTuple
 import torch
 
 from aoi_fl.core.algorithms import Algorithm, ClientUpdates, merged_sides
+from aoi_fl.pipeline import plugins
 from aoi_fl.pipeline.cache import ResultStore
+from aoi_fl.pipeline.runs import build_trainer, resolve_config
 
 #: a tensor's or an array's shape, by name (a parameter's, or one of a message)
 Shapes = Mapping[str, Sequence[int]]
@@ -168,7 +170,6 @@ def trainer_traffic(config: Mapping[str, Any], data_root: str = "data") -> Traff
     """What the method of ``config`` sends per active client and round in the in-process
     trainer's protocol (module docstring), counted over the rounds of ``config``'s run (take
     :func:`traffic_config`: a second). ValueError if no client was active in the run."""
-    from aoi_fl.pipeline.runs import build_trainer
 
     trainer = build_trainer(config, data_root, device="cpu")
     algorithm = trainer.algorithm
@@ -246,7 +247,6 @@ def flower_traffic(
     (:func:`message_traffic`): cached in ``results_dir``; else (or with ``rerun``), given
     ``measure`` (``config`` -> its run's training messages: ``aoi_fl.flower.inprocess.
     train_messages``), measured and cached; else None (not measured)."""
-    from aoi_fl.pipeline.runs import build_trainer, resolve_config
 
     store = ResultStore(results_dir)
     key = {"fedsum_traffic": TRAFFIC_VERSION, "protocol": "flower", "run": resolve_config(config)}
@@ -278,12 +278,10 @@ def memory_count(algorithm: Mapping[str, Any]) -> tuple[float, float, float]:
     vector is the server's y; the simulation keeps both in one process, so the count reads
     the side from the structure, not from where a tensor lives.
     """
-    from aoi_fl.pipeline.runs import ALGORITHMS
-
     n = 7
     like = {"weight": torch.zeros(3, 2), "bias": torch.zeros(2)}
     name = algorithm["name"]
-    method = ALGORITHMS[name](**{k: v for k, v in algorithm.items() if k != "name"})
+    method = plugins.algorithms()[name](**{k: v for k, v in algorithm.items() if k != "name"})
     method.setup(n, like)
     per_client = shared = scalars = 0.0
     for key, shape in shapes(method.state_dict()).items():

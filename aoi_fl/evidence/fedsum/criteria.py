@@ -12,7 +12,8 @@ import pandas as pd
 
 from aoi_fl.core.validation import require_choice
 from aoi_fl.evidence.fedsum.run_metrics import HIGHER_IS_BETTER, final_value, group, oscillation
-from aoi_fl.pipeline.claims import combine_verdicts, diverged, horizon_mean
+from aoi_fl.pipeline.claims import combine_verdicts, diverged, horizon_mean, sign_verdict
+from aoi_fl.pipeline.paired import paired_interval
 
 # Claims of the long-horizon panel, each with its criterion fixed before any run; the speed
 # measures of (i)-(ii), the scope of (ii) and the non-inferiority margins of (v) and (viii)
@@ -116,8 +117,6 @@ def part_verdict(
     The text says in how many seeds the value lay on the claimed side, its mean and interval.
     Values are rounded to 1e-12 first (float noise in a difference of equal values).
     """
-    from aoi_fl.pipeline.claims import sign_verdict
-    from aoi_fl.pipeline.paired import paired_interval
 
     # rounded to 1e-12: float noise in a difference of equal values is no direction
     v = np.round(np.asarray(values, dtype=float), 12)

@@ -51,6 +51,7 @@ from aoi_fl.evidence.fedsum import costs
 from aoi_fl.pipeline.cache import ResultStore, config_key
 from aoi_fl.pipeline.data_status import dataset_section
 from aoi_fl.pipeline.profiles import PROFILES
+from aoi_fl.pipeline.runs import client_sizes, resolve_config, run_grid
 
 DATASETS = ("mnist", "cifar10")
 MODELS = {"mnist": "small_cnn", "cifar10": "fedsum_cifar_cnn"}
@@ -352,7 +353,6 @@ class RunSummary:
 
 
 def _summary_key(config: dict[str, Any]) -> dict[str, Any]:
-    from aoi_fl.pipeline.runs import resolve_config
 
     return {"fedsum_summary": SUMMARY_VERSION, "run": resolve_config(config)}
 
@@ -417,7 +417,6 @@ def run_planned(
     checkpoints, go to ``work_dir`` (large; not committed), so an interrupted grid resumes.
     ``rerun`` recomputes everything; ``progress`` shows a bar over the runs being trained.
     """
-    from aoi_fl.pipeline.runs import client_sizes, run_grid
 
     store = ResultStore(results_dir)
     keys = [_summary_key(p.config) for p in planned]

@@ -51,6 +51,7 @@ from aoi_fl.evidence.fedsum.run_metrics import (
     group,
     oscillation,
 )
+from aoi_fl.pipeline.parts import DATASETS, PARTITIONS
 
 __all__ = [
     "ADDED_CRITERIA",
@@ -142,7 +143,6 @@ def label_histogram(config: dict[str, Any], data_root: str) -> tuple[np.ndarray,
     """Fig. 4: (samples per client and label, shape (clients, labels); the training samples)
     of the partition a run's ``config`` draws, from the data under ``data_root``."""
     from aoi_fl.data.partition import label_histogram as histogram
-    from aoi_fl.pipeline.runs import DATASETS, PARTITIONS
 
     dataset = {k: v for k, v in config["dataset"].items() if k != "name"}
     bundle = DATASETS[config["dataset"]["name"]](data_root, **dataset)

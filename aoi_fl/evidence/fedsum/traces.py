@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aoi_fl.core.registry import SAMPLERS
+from aoi_fl.aoi.samplers import make_sampler
 from aoi_fl.evidence.fedsum import claims
 from aoi_fl.evidence.fedsum import experiments as fx
 from aoi_fl.fedsum import delays
@@ -92,7 +92,7 @@ def pattern_table(profile: str) -> pd.DataFrame:
     builders = {c.row: c.build for c in cases.values()}
     bounds = {c.row: (c.bound, c.source) for c in cases.values()}
     for row, (name, source) in AOI_ROWS.items():
-        builders[row] = lambda seed, name=name: SAMPLERS[name](n, None, m=s, seed=seed)
+        builders[row] = lambda seed, name=name: make_sampler(name, n=n, m=s, seed=seed)
         bounds[row] = (_aoi_bound(name, builders[row](0), n, s, t), source)
     # a stable sort: the other rows keep their order, the AoI policies go last by number
     order = sorted(builders, key=lambda row: row if row.startswith("AoI Policy") else "")

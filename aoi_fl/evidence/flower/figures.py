@@ -24,7 +24,7 @@ from aoi_fl.flower.simulation import FlowerRun, agreement, one_thread
 from aoi_fl.pipeline.cache import ResultStore
 from aoi_fl.pipeline.plotting import plot_selections, style
 from aoi_fl.pipeline.profiles import traits
-from aoi_fl.pipeline.runs import ExperimentResult, resolve_config, run_experiment
+from aoi_fl.pipeline.runs import ExperimentResult, build_trainer, resolve_config, run_experiment
 
 #: one Flower run and the in-process run of the same configuration (a trainer that has run, or
 #: its record), per policy
@@ -167,7 +167,6 @@ def algorithms_in_flower(
     client side and the node's state) and by the in-process trainer, both with one thread;
     :func:`simulation.agreement` of the two, and how many rounds each client trained."""
     from aoi_fl.flower.inprocess import run_in_process
-    from aoi_fl.pipeline.runs import build_trainer
 
     rows = {}
     with one_thread():
@@ -202,7 +201,6 @@ def participation_beside_theory(
     continued to ``long`` rounds from its start (its first rounds are the Flower run's: the
     estimates of a few rounds are rough, a long trace shows where they converge) and the
     policy's theory, with how many intervals each trace ended."""
-    from aoi_fl.pipeline.runs import build_trainer
 
     tables = []
     for policy, (flower, _) in pairs.items():
