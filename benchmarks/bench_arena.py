@@ -82,12 +82,11 @@ from collections.abc import Callable
 import numpy as np
 from scipy.cluster.hierarchy import ClusterWarning, linkage
 
-import aoi_fl.pipeline.runs  # noqa: F401  (imports every package that registers a sampler)
 from aoi_fl.arena.clustered import ClusteredBySimilarity, similarity_matrix
 from aoi_fl.core.availability import build_availability
-from aoi_fl.core.registry import SAMPLERS
 from aoi_fl.core.seeding import generator
 from aoi_fl.evidence.arena.experiments import AVAILABILITY, POLICIES, sampler_spec, tier_settings
+from aoi_fl.pipeline import plugins
 
 SEED = 0
 #: (n, m) of the tables
@@ -139,7 +138,7 @@ def build(policy: str, n: int, m: int, sizes: np.ndarray, rates: np.ndarray | No
     options = sampler_spec(policy, n, m, ROUNDS, "screen")
     options.pop("name")
     start = time.perf_counter()
-    sampler = SAMPLERS[policy](n, sizes, seed=SEED, **options)
+    sampler = plugins.samplers()[policy](n, sizes, seed=SEED, **options)
     if rates is not None:
         sampler.set_availability_rates(rates)
     setup = time.perf_counter() - start

@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 from aoi_fl.core.validation import require_choice
 from aoi_fl.pipeline.executors import EXECUTOR_VAR, EXECUTORS
-from aoi_fl.pipeline.profiles import PROFILES
+from aoi_fl.pipeline.profiles import PROFILES, traits
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -273,7 +273,8 @@ def main() -> int:
     # smoke runs only check that the notebooks run: their executed copies go to a temporary
     # folder, removed at the end unless a notebook failed there (its partial output is the
     # place to look); the notebooks' own smoke results: aoi_fl.pipeline.notebook
-    scratch = Path(tempfile.mkdtemp(prefix="aoi-fl-smoke-")) if args.profile == "smoke" else None
+    keeps = traits(args.profile).keeps_outputs
+    scratch = None if keeps else Path(tempfile.mkdtemp(prefix="aoi-fl-smoke-"))
     notebooks = select(args.only)
     failures: list[Failure] = []
     try:

@@ -12,8 +12,9 @@ usable as soon as that file is imported: nothing else needs an edit. A factory t
 unknown option, or missing a required one, is told the valid ones before anything runs.
 
 The registries fill as modules are imported; :func:`aoi_fl.pipeline.plugins.load` imports every
-paper package's registering modules (the pipeline calls it before it looks a name up), and carries
-a user's registrations into worker processes.
+paper's registering modules and carries a user's registrations into worker processes. The
+pipeline loads before it resolves a name (``RunConfig.parse``, the plots, the ledger); a lookup
+from outside reads :func:`aoi_fl.pipeline.plugins.samplers` / ``algorithms``, which load first.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ import inspect
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,11 +88,12 @@ APP_OPTIONS: dict[str, Any] = {
 }
 #: the sections of a run configuration (:func:`aoi_fl.pipeline.runs.resolve_config`)
 SECTIONS = ("dataset", "partition", "model", "sampler", "training", "availability")
-#: the tables whose ``name`` picks a factory, the arguments its options are not (``n``, ``sizes``)
-NAMED_TABLES: dict[str, tuple[dict[str, Any], int]] = {
-    "sampler": (registry.SAMPLERS, 2),
-    "training.lr": (LR_SCHEDULES, 0),
-    "training.algorithm": (registry.ALGORITHMS, 0),
+#: the tables whose ``name`` picks a factory (each read through a function that loads the
+#: papers' registrations first), the arguments its options are not (``n``, ``sizes``)
+NAMED_TABLES: dict[str, tuple[Callable[[], dict[str, Any]], int]] = {
+    "sampler": (plugins.samplers, 2),
+    "training.lr": (lambda: LR_SCHEDULES, 0),
+    "training.algorithm": (plugins.algorithms, 0),
 }
 #: the app's directory in a checkout of the repository (:func:`run_flower_app`'s default)
 APP_DIR = Path(__file__).resolve().parents[2] / "flower-app"
@@ -185,7 +186,8 @@ def _from_file(text: str, path: Path) -> dict[str, Any]:
 
 def _taken(table: str, name: Any) -> set[str] | None:
     """The options the factory ``name`` of ``table`` takes (None: any, or no such factory)."""
-    factories, leading = NAMED_TABLES[table]
+    table_of, leading = NAMED_TABLES[table]
+    factories = table_of()
     if not isinstance(name, str) or name not in factories:
         return None
     params = list(inspect.signature(factories[name]).parameters.values())[leading:]
@@ -198,7 +200,6 @@ def _renamed(run_config: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``run_config`` without the options of a named table that its ``name`` does not take
     (the shipped options of another sampler, after ``sampler.name`` changed on the command
     line), and the keys left out."""
-    plugins.load()
     dropped = []
     for table in NAMED_TABLES:
         taken = _taken(table, run_config.get(f"{table}.name"))

@@ -5,6 +5,7 @@ ServerApp and the nodes resolving the same configuration; FedSUM's K is given on
 outputs go to an ignored folder."""
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,23 @@ def test_fedsums_local_steps_come_from_the_training_section_once():
         runs.build_trainer(
             {**parsed.config, "training": {**parsed.config["training"], "local_steps": 3}}
         )
+
+
+def test_a_fresh_server_process_fills_fedsums_local_steps_from_the_apps_table():
+    # the ServerApp imports only aoi_fl.flower.app: nothing else has loaded the papers there, and
+    # an app table naming FedSUM (no command-line rename) must still get its K
+    code = (
+        "import tomllib\n"
+        "from flwr.common.config import flatten_dict\n"
+        "from aoi_fl.flower import app\n"
+        "with (app.APP_DIR / 'pyproject.toml').open('rb') as f:\n"
+        "    table = flatten_dict(tomllib.load(f)['tool']['flwr']['app']['config'])\n"
+        "table.update({'training.algorithm.name': 'fedsum', 'training.local_steps': 3})\n"
+        "print(app.parse_run_config(table).config['training']['algorithm'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "{'name': 'fedsum', 'local_steps': 3}"
 
 
 def test_the_outputs_go_to_an_ignored_folder_as_absolute_paths(tmp_path, monkeypatch):

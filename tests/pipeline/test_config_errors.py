@@ -33,6 +33,7 @@ from aoi_fl.pipeline import (
     config_training,
     experiment,
     parts,
+    plugins,
     resolve,
     runs,
 )
@@ -415,7 +416,7 @@ def test_unknown_and_missing_options_list_the_valid_ones(nothing_runs, config, m
 
 def test_every_registered_factory_declares_its_options():
     # a factory that passes **options on without declaring them would accept any option
-    tables = [registry.SAMPLERS, registry.ALGORITHMS, LR_SCHEDULES, MODELS]
+    tables = [plugins.samplers(), plugins.algorithms(), LR_SCHEDULES, MODELS]
     for table in [*tables, runs.DATASETS, runs.PARTITIONS]:
         for name, factory in table.items():
             kinds = [p.kind for p in inspect.signature(factory).parameters.values()]
