@@ -107,6 +107,11 @@ class NotebookSetup:
     def THREADS(self) -> int | None:
         return None if self.WORKERS == 1 else 1
 
+    @property
+    def PROGRESS(self) -> bool:
+        """Whether training shows progress bars (the profile's ``progress`` trait)."""
+        return traits(self.profile).progress
+
     def show(self, fig: Figure, name: str) -> None:
         """Save ``fig`` as ``name`` under :attr:`FIGURES` (PDF and PNG stamped with the profile;
         nothing in ``smoke``: :func:`~aoi_fl.pipeline.plotting.save_figure`) and display it."""

@@ -67,3 +67,4 @@ def test_each_trait_is_the_branch_on_the_name_it_replaced(profile):
     assert t.workers == (1 if profile == "smoke" else 2)
     setup = notebook.NotebookSetup(profile)
     assert (setup.WORKERS, setup.THREADS) == ((1, None) if profile == "smoke" else (2, 1))
+    assert setup.PROGRESS is (profile != "smoke")
