@@ -412,33 +412,30 @@ class PanelPlan:
     settings: Mapping[str, Any]
     synthetic: bool
     configs: tuple[dict[str, Any], ...]
-    #: one line naming the panel's model, local work, horizons, seeds and policies
-    description: str
 
     @property
     def dataset(self) -> str:
         return self.settings["dataset"]
 
-
-def _describe(name: str, p: Mapping[str, Any]) -> str:
-    unit, count = p["local_work"]
-    model = p["model"] or PAPER_MODELS[p["dataset"]]
-    return (
-        f"{name}: {p['dataset']}, model {model}, {count} local {unit}, rounds IID "
-        f"{p['rounds']['iid']} / non-IID {p['rounds']['noniid']}, seeds {p['seeds']}, "
-        f"policies {', '.join(p['policies'])}"
-    )
+    @property
+    def description(self) -> str:
+        """One line naming the panel's model, local work, horizons, seeds and policies."""
+        p = self.settings
+        unit, count = p["local_work"]
+        model = p["model"] or PAPER_MODELS[p["dataset"]]
+        return (
+            f"{self.name}: {p['dataset']}, model {model}, {count} local {unit}, rounds IID "
+            f"{p['rounds']['iid']} / non-IID {p['rounds']['noniid']}, seeds {p['seeds']}, "
+            f"policies {', '.join(p['policies'])}"
+        )
 
 
 def plan(name: str, profile: str, *, synthetic_data: str | None = None) -> PanelPlan:
     """Panel ``name`` of ``profile`` with its configurations, built in one pass; it trains on
     synthetic data if its dataset is ``synthetic_data`` (a CIFAR dataset that is not here)."""
     p = panel(name, profile)
-    description = _describe(name, p)
     synthetic = p["dataset"] == synthetic_data
-    return PanelPlan(
-        name, profile, p, synthetic, tuple(_grid(p, SPLITS, None, synthetic)), description
-    )
+    return PanelPlan(name, profile, p, synthetic, tuple(_grid(p, SPLITS, None, synthetic)))
 
 
 def aoi_grid(

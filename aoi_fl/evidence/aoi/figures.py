@@ -271,7 +271,7 @@ class PanelNotebook:
         return self.plans[panel]
 
     def load(self, panel: str, *, example: bool = False) -> list[Any]:
-        """Describe ``panel`` (``description``; with ``example`` its
+        """Describe ``panel`` (:attr:`~experiments.PanelPlan.description`; with ``example`` its
         first configuration too) and return its results (:func:`panel_results`); none,
         silently, where its data are not here (the setup said so)."""
         plan = self.plan(panel)
