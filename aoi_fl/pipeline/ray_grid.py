@@ -212,6 +212,10 @@ def ray_node(
             process = subprocess.Popen(
                 [python, "-m", "ray.scripts.scripts", "start", "--block", *options]
                 + [f"--{name}={port}" for name, port in ports.items()]
+                # workers and drivers bind a port the system picks: by default every node takes
+                # them from 10002 up, so two nodes on one machine (two test workers, two
+                # notebooks) race for the same port, and a driver that loses aborts its process
+                + ["--min-worker-port=0", "--max-worker-port=0"]
                 + [f"--temp-dir={folder}", "--disable-usage-stats"],
                 env=os.environ if env is None else env,
                 cwd=cwd,
