@@ -54,7 +54,8 @@ all: figures
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# the entry points' file too: the installed metadata lists the papers' samplers from it
+$(VENV)/.installed: pyproject.toml aoi_fl/entry_points.txt
 	@$(MAKE) --no-print-directory check-python
 	$(PYTHON3) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

@@ -13,6 +13,7 @@ environment's own site-packages: the wheel's ``aoi_fl`` comes first, and the env
 ``.pth`` files (its editable ``aoi_fl`` among them) are not run.
 """
 
+import configparser
 import json
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ import sys
 import sysconfig
 import tarfile
 import tomllib
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +113,24 @@ def test_the_sdist_holds_the_package_and_its_metadata(built):
         names = {Path(*Path(n).parts[1:]).as_posix() for n in archive.getnames()}
     assert {"pyproject.toml", "README.md", "LICENSE", "aoi_fl/flower/adapter.py"} <= names
     assert sdist.name == "aoi_fl-0.1.0.tar.gz" and wheel.name == "aoi_fl-0.1.0-py3-none-any.whl"
+    # the papers' entry points: the package's own file, and the metadata built from it
+    with zipfile.ZipFile(wheel) as archive:
+        own = archive.read("aoi_fl/entry_points.txt").decode()
+        metadata = archive.read("aoi_fl-0.1.0.dist-info/entry_points.txt").decode()
+    assert own == plugins.OWN_ENTRY_POINTS.read_text()
+    declared = {(p.group, p.name, p.value) for p in plugins.own_entry_points()}
+    assert len(declared) == 36 and declared == {
+        (group, name, value)
+        for group, names in entry_point_groups(metadata).items()
+        for name, value in names.items()
+    }
+
+
+def entry_point_groups(text):
+    parser = configparser.ConfigParser(delimiters=("=",))
+    parser.optionxform = str
+    parser.read_string(text)
+    return {group: dict(parser.items(group)) for group in parser.sections()}
 
 
 @pytest.mark.slow

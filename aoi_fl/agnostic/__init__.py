@@ -7,7 +7,3 @@ objectives they minimise (:mod:`~aoi_fl.agnostic.algorithms`).
 Its reproduction (configurations, results, claims, checks, figures) is
 :mod:`aoi_fl.evidence.agnostic`, which depends on this package, never the reverse.
 """
-
-#: read by :mod:`aoi_fl.pipeline.plugins`: the modules whose import registers this package's
-#: policies and algorithms
-REGISTERS: tuple[str, ...] = ("algorithms", "samplers")

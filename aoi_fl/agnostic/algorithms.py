@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 
 from aoi_fl.core.algorithms import FedAvg
-from aoi_fl.core.registry import register_algorithm
 from aoi_fl.core.selection import Sampler
 from aoi_fl.core.tensors import Params
 from aoi_fl.core.validation import require_choice, require_int, require_n_m
@@ -221,7 +220,3 @@ def least_squares_optimum(bundle: Any, p: Any | None = None) -> tuple[np.ndarray
     theta, *_ = np.linalg.lstsq(design * root[:, None], y * root, rcond=None)
     minimum = float(sample_weight @ (design @ theta - y) ** 2)
     return theta, minimum
-
-
-register_algorithm("agnostic", AgnosticFedAvg)
-register_algorithm("weighted", WeightedFedAvg)

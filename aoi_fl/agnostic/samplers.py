@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from aoi_fl.core.registry import register_sampler
 from aoi_fl.core.selection import SeededSampler, Selection
 from aoi_fl.core.validation import require_int, require_n_m, require_real
 
@@ -97,6 +96,3 @@ class ProcessSampler(SeededSampler):
             raise ValueError(f"the process selected ids outside [0, {self.n}): {ids.tolist()}")
         self.round += 1
         return Selection(ids, np.full(ids.size, 1.0 / max(ids.size, 1)))
-
-
-register_sampler("exp_prior", prior_sampler)

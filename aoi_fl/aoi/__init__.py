@@ -7,7 +7,3 @@ selection skew rho (eq. 24, :mod:`~aoi_fl.aoi.skew`). Samplers: the four policie
 Its reproduction (configurations, results, claims, checks, figures) is
 :mod:`aoi_fl.evidence.aoi`, which depends on this package, never the reverse.
 """
-
-#: read by :mod:`aoi_fl.pipeline.plugins`: the modules whose import registers this package's
-#: policies and algorithms
-REGISTERS: tuple[str, ...] = ("samplers",)

@@ -48,18 +48,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from aoi_fl.aoi import availability, markov
-from aoi_fl.core.registry import (
-    PALETTE,
-    Style,
-    declare_options,
-    register_family,
-    register_sampler,
-)
+from aoi_fl.core.registry import PALETTE, Style, declare_options, declared
 from aoi_fl.core.selection import (
     RandomWeighted,
     Sampler,
@@ -473,12 +468,6 @@ _STYLES = {
     "markov_optimal": Style("Policy 3: Markov optimal", PALETTE[2], "^"),
     "markov_nonoptimal": Style("Policy 4: Markov non-optimal", PALETTE[3], "D"),
 }
-for _policy in POLICIES:
-    _factory = declare_options(
-        functools.partial(_configured, _policy), make_sampler, passed=("policy",)
-    )
-    register_sampler(_policy, _factory, _STYLES[_policy], availability=True)
-register_family("AoI policies", POLICIES)
 
 
 def markov_available(
@@ -494,9 +483,21 @@ def _calibrated(n: int, sizes: Any, **options: Any) -> CalibratedMarkovSampler:
     return markov_available(n, **options)
 
 
-register_sampler(
-    "markov_available",
-    declare_options(_calibrated, markov_available),
-    Style("Policy 3 calibrated to availability (ours)", "#8c510a", "v"),
-    availability=True,
+#: the factories ``aoi_fl/entry_points.txt`` names (``aoi_fl.samplers``), each availability aware
+PLUGINS = SimpleNamespace(
+    **{
+        policy: declared(
+            declare_options(
+                functools.partial(_configured, policy), make_sampler, passed=("policy",)
+            ),
+            _STYLES[policy],
+            availability=True,
+        )
+        for policy in POLICIES
+    },
+    markov_available=declared(
+        declare_options(_calibrated, markov_available),
+        Style("Policy 3 calibrated to availability (ours)", "#8c510a", "v"),
+        availability=True,
+    ),
 )

@@ -7,7 +7,3 @@ every availability model on a cheap task and confirms the best on the small CNN,
 Its reproduction (configurations, results, claims, checks, figures) is
 :mod:`aoi_fl.evidence.arena`, which depends on this package, never the reverse.
 """
-
-#: read by :mod:`aoi_fl.pipeline.plugins`: the modules whose import registers this package's
-#: policies and algorithms
-REGISTERS: tuple[str, ...] = ("all_available", "power_of_choice", "clustered", "oort", "policies")

@@ -10,11 +10,12 @@ as FedSUM's patterns give.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from aoi_fl.core.registry import Style, declare_options, register_sampler
+from aoi_fl.core.registry import Style, declare_options, declared
 from aoi_fl.core.selection import SeededSampler, Selection, available_ids, check_available
 
 
@@ -34,9 +35,11 @@ def _configured(n: int, sizes: Any, seed: int = 0) -> AllAvailable:
     return AllAvailable(n, seed)
 
 
-register_sampler(
-    AllAvailable.name,
-    declare_options(_configured, AllAvailable),
-    Style("everyone available", "#4d4d4d", "x"),
-    availability=True,
+#: the factory ``aoi_fl/entry_points.txt`` names (``aoi_fl.samplers``)
+PLUGINS = SimpleNamespace(
+    all_available=declared(
+        declare_options(_configured, AllAvailable),
+        Style("everyone available", "#4d4d4d", "x"),
+        availability=True,
+    )
 )

@@ -60,13 +60,14 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 from scipy.cluster.hierarchy import ClusterWarning, linkage
 from scipy.spatial.distance import cdist
 
-from aoi_fl.arena.policies import register_policy
+from aoi_fl.arena.policies import policy_factory
 from aoi_fl.core.registry import Style
 from aoi_fl.core.selection import SeededSampler, Selection, check_available, sizes_key
 from aoi_fl.core.validation import require_choice, require_int, require_n_m, require_sizes
@@ -363,7 +364,12 @@ class ClusteredBySimilarity(ClusteredSampler):
         self._rng, self.round, self.updates, self._r = rng, round_, updates, r
 
 
-register_policy(ClusteredBySize, Style("Clustered sampling (Alg. 1, size)", "#1b7837", "H"))
-register_policy(
-    ClusteredBySimilarity, Style("Clustered sampling (Alg. 2, similarity)", "#5aae61", "P")
+#: the factories ``aoi_fl/entry_points.txt`` names (``aoi_fl.samplers``)
+PLUGINS = SimpleNamespace(
+    clustered_size=policy_factory(
+        ClusteredBySize, Style("Clustered sampling (Alg. 1, size)", "#1b7837", "H")
+    ),
+    clustered_similarity=policy_factory(
+        ClusteredBySimilarity, Style("Clustered sampling (Alg. 2, similarity)", "#5aae61", "P")
+    ),
 )

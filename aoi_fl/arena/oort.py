@@ -45,11 +45,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from aoi_fl.arena.policies import register_policy
+from aoi_fl.arena.policies import policy_factory
 from aoi_fl.core.registry import Style
 from aoi_fl.core.selection import (
     SeededSampler,
@@ -232,4 +233,7 @@ class Oort(SeededSampler):
         self.utility, self.last_round = utility, last.astype(np.int64)
 
 
-register_policy(Oort, Style("Oort (statistical utility)", "#01665e", "h"))
+#: the factory ``aoi_fl/entry_points.txt`` names (``aoi_fl.samplers``)
+PLUGINS = SimpleNamespace(
+    oort=policy_factory(Oort, Style("Oort (statistical utility)", "#01665e", "h"))
+)

@@ -3,15 +3,9 @@
 import functools
 from typing import Any
 
-from aoi_fl.core.registry import (
-    Style,
-    declare_options,
-    register_family,
-    register_sampler,
-    register_style,
-)
+from aoi_fl.core.registry import Style, declare_options, declared
 
-#: registered by this package's modules (:data:`aoi_fl.arena.REGISTERS`), each from its own paper
+#: the policies this package's modules define, each from its own paper
 FIELD_POLICIES: tuple[str, ...] = (
     "all_available",
     "markov_available",
@@ -21,12 +15,9 @@ FIELD_POLICIES: tuple[str, ...] = (
     "clustered_similarity",
     "oort",
 )
-# the arena's reference: FedSUM's P1 pattern (m of n uniformly, weights 1/m), which no paper's
-# figure draws on its own
-register_style("uniform", Style("uniform", "#000000", "*"))
-#: the arena's own figure family: the field's policies and the uniform reference
+#: the arena's own figure family: the field's policies and the uniform reference (FedSUM's P1
+#: pattern: m of n uniformly, weights 1/m)
 ARENA_FAMILY: tuple[str, ...] = ("uniform", *FIELD_POLICIES)
-register_family("the arena's policies", ARENA_FAMILY)
 
 
 def built(cls: type, n: int, sizes: Any, **options: Any) -> Any:
@@ -38,7 +29,8 @@ def built(cls: type, n: int, sizes: Any, **options: Any) -> Any:
     return sampler
 
 
-def register_policy(cls: type, style: Style) -> None:
-    """Register ``cls`` (built by :func:`built`, its options its constructor's) under its name."""
+def policy_factory(cls: type, style: Style) -> Any:
+    """The factory of ``cls`` (built by :func:`built`, its options its constructor's), declared
+    with its ``style`` for its entry point (``aoi_fl/entry_points.txt``)."""
     factory = declare_options(functools.partial(built, cls), cls)
-    register_sampler(cls.name, factory, style, availability=cls.availability_aware)
+    return declared(factory, style, availability=cls.availability_aware)

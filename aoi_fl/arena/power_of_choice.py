@@ -40,11 +40,12 @@ they select min(m, |A|) clients and never an unavailable one.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from aoi_fl.arena.policies import register_policy
+from aoi_fl.arena.policies import policy_factory
 from aoi_fl.core.registry import Style
 from aoi_fl.core.selection import (
     SeededSampler,
@@ -174,7 +175,12 @@ def probe_mean_losses(
     return mean
 
 
-register_policy(PowerOfChoice, Style("Power-of-d-Choice (pow-d)", "#7b3294", "d"))
-register_policy(
-    PowerOfChoiceStale, Style("Power-of-d-Choice, stale losses (rpow-d)", "#c2a5cf", "8")
+#: the factories ``aoi_fl/entry_points.txt`` names (``aoi_fl.samplers``)
+PLUGINS = SimpleNamespace(
+    power_of_choice=policy_factory(
+        PowerOfChoice, Style("Power-of-d-Choice (pow-d)", "#7b3294", "d")
+    ),
+    power_of_choice_stale=policy_factory(
+        PowerOfChoiceStale, Style("Power-of-d-Choice, stale losses (rpow-d)", "#c2a5cf", "8")
+    ),
 )

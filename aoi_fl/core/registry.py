@@ -1,20 +1,23 @@
-"""What a configuration can name and a figure can draw, registered where each thing is defined.
+"""What a configuration can name and a figure can draw.
 
-A module that defines a sampler calls :func:`register_sampler` next to it (its name in
-configurations, a factory ``(n, sizes, **options) -> Sampler`` with ``sizes`` the clients' data
-sizes, and its plot :class:`Style`); an algorithm likewise with :func:`register_algorithm`
-(``(**options) -> Algorithm``). Names that a figure shows but a configuration does not name
+A sampler is a factory ``(n, sizes, **options) -> Sampler`` (``sizes`` the clients' data sizes)
+with a name in configurations and a plot :class:`Style`; an algorithm a factory
+``(**options) -> Algorithm``. Installed packages, aoi_fl's own papers among them, declare theirs
+as entry points (``aoi_fl/entry_points.txt`` lists the papers'; a factory carries its style and
+flags as attributes, :func:`declared`), and :func:`aoi_fl.pipeline.plugins.load` registers them.
+A module of a user's own (a file next to the notebook, a cell) registers by a call,
+:func:`register_sampler` or :func:`register_algorithm`, and is usable as soon as it is imported:
+nothing else needs an edit. Names that a figure shows but a configuration does not name
 (aggregation rules, participation patterns) register a style only (:func:`register_style`), and
 names shown side by side form a family (:func:`register_family`), in which every colour and
-marker differ (tested). A policy added in a user's own file registers itself there and is
-usable as soon as that file is imported: nothing else needs an edit. A factory that passes its
-``**options`` on declares them (:func:`declare_options`), so that a configuration naming an
-unknown option, or missing a required one, is told the valid ones before anything runs.
+marker differ (tested). A factory that passes its ``**options`` on declares them
+(:func:`declare_options`), so that a configuration naming an unknown option, or missing a
+required one, is told the valid ones before anything runs.
 
-The registries fill as modules are imported; :func:`aoi_fl.pipeline.plugins.load` imports every
-paper's registering modules and carries a user's registrations into worker processes. The
-pipeline loads before it resolves a name (``RunConfig.parse``, the plots, the ledger); a lookup
-from outside reads :func:`aoi_fl.pipeline.plugins.samplers` / ``algorithms``, which load first.
+Loading is explicit: importing a paper's method registers nothing. The pipeline loads before it
+resolves a name (``RunConfig.parse``, the plots, the ledger); a lookup from outside reads
+:func:`aoi_fl.pipeline.plugins.samplers` / ``algorithms``, which load first. Core's own
+algorithm (``fedavg``) and availability models are registered with core itself.
 """
 
 from __future__ import annotations
@@ -169,6 +172,25 @@ def register_sampler(
         HORIZONS[name] = horizon
     if style is not None:
         register_style(name, style)
+
+
+def declared(
+    factory: Callable[..., Any],
+    style: Style | None = None,
+    *,
+    availability: bool = False,
+    horizon: str | None = None,
+) -> Callable[..., Any]:
+    """``factory`` carrying, as attributes, what :func:`register_sampler` takes beside it
+    (``style``, ``availability_aware``, ``horizon``), for an entry point to register it with.
+
+    aoi_fl's own samplers are declared this way and named in ``aoi_fl/entry_points.txt``;
+    :func:`aoi_fl.pipeline.plugins.load` registers them, as it does a user's installed package.
+    """
+    factory.style = style
+    factory.availability_aware = availability
+    factory.horizon = horizon
+    return factory
 
 
 def register_algorithm(name: str, factory: Callable[..., Any], style: Style | None = None) -> None:

@@ -8,7 +8,3 @@ the compared methods (:mod:`~aoi_fl.fedsum.baselines`).
 Its reproduction (configurations, results, claims, checks, figures) is
 :mod:`aoi_fl.evidence.fedsum`, which depends on this package, never the reverse.
 """
-
-#: read by :mod:`aoi_fl.pipeline.plugins`: the modules whose import registers this package's
-#: policies and algorithms
-REGISTERS: tuple[str, ...] = ("patterns", "algorithms", "baselines")

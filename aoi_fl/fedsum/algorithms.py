@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from aoi_fl.core.algorithms import ClientUpdates
-from aoi_fl.core.registry import PALETTE, Style, register_algorithm
+from aoi_fl.core.registry import PALETTE, Style
 from aoi_fl.core.tensors import Params, device_of, moved
 from aoi_fl.core.validation import require_int
 from aoi_fl.fedsum.stateful import MeanGradientClient, named, require_server_lr, zeros64
@@ -103,6 +103,7 @@ class FedSUMB(_FedSUMFamily):
     """FedSUM-B (Alg. 1): K mini-batch gradients at x^{(t)}, no local movement; 1 down, 1 up."""
 
     name = "fedsum_b"
+    style = Style("FedSUM-B", PALETTE[9], "P")
     gradient_scale = 0.0
 
     def client_begin(
@@ -116,6 +117,7 @@ class FedSUM(_FedSUMFamily):
     (the server sends y with the model)."""
 
     name = "fedsum"
+    style = Style("FedSUM", PALETTE[3], "o")
 
     def setup(self, n_clients: int, global_params: Params) -> None:
         super().setup(n_clients, global_params)
@@ -141,6 +143,7 @@ class FedSUMCR(FedSUM):
     """
 
     name = "fedsum_cr"
+    style = Style("FedSUM-CR", PALETTE[2], "s")
 
     def client_state(self, global_params: Params) -> Params:
         return {
@@ -171,8 +174,3 @@ class FedSUMCR(FedSUM):
         z = {f"z.{k}": v.clone() for k, v in updates.start.items()}
         last = torch.full_like(own["last"], updates.t)
         return delta, {**own, **z, "last": last}
-
-
-register_algorithm("fedsum_b", FedSUMB, Style("FedSUM-B", PALETTE[9], "P"))
-register_algorithm("fedsum", FedSUM, Style("FedSUM", PALETTE[3], "o"))
-register_algorithm("fedsum_cr", FedSUMCR, Style("FedSUM-CR", PALETTE[2], "s"))

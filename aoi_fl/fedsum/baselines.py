@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from aoi_fl.core.algorithms import Algorithm, ClientUpdates
-from aoi_fl.core.registry import PALETTE, Style, register_algorithm
+from aoi_fl.core.registry import PALETTE, Style
 from aoi_fl.core.tensors import (
     Params,
     cast_like,
@@ -45,6 +45,7 @@ class Scaffold(MeanGradientClient):
     """
 
     name = "scaffold"
+    style = Style("SCAFFOLD", PALETTE[0], "X")
 
     def __init__(self, server_lr: float = 1.0) -> None:
         self.server_lr = require_server_lr(server_lr)
@@ -109,6 +110,7 @@ class MIFA(_LatestUpdates):
     """
 
     name = "mifa"
+    style = Style("MIFA", PALETTE[8], "D")
 
     def server_update(
         self, global_params: Params, updates: ClientUpdates, upload: Params
@@ -125,6 +127,7 @@ class FedVARP(_LatestUpdates):
     """
 
     name = "fedvarp"
+    style = Style("FedVARP", PALETTE[6], ">")
 
     def server_update(
         self, global_params: Params, updates: ClientUpdates, upload: Params
@@ -148,6 +151,7 @@ class FedAU(Algorithm):
     """
 
     name = "fedau"
+    style = Style("FedAU", PALETTE[4], "v")
 
     def __init__(self, cutoff: int = 50, server_lr: float = 1.0) -> None:
         self.cutoff = require_int("cutoff", cutoff, minimum=1)
@@ -216,6 +220,7 @@ class FedAWE(Algorithm):
     """
 
     name = "fedawe"
+    style = Style("FedAWE", PALETTE[5], "<")
 
     def __init__(self, server_lr: float = 1.0, clip: float | None = 0.5) -> None:
         self.server_lr = require_server_lr(server_lr)
@@ -261,10 +266,3 @@ class FedAWE(Algorithm):
 
     def config(self) -> dict:
         return {"name": self.name, "server_lr": self.server_lr, "clip": self.clip}
-
-
-register_algorithm("scaffold", Scaffold, Style("SCAFFOLD", PALETTE[0], "X"))
-register_algorithm("mifa", MIFA, Style("MIFA", PALETTE[8], "D"))
-register_algorithm("fedvarp", FedVARP, Style("FedVARP", PALETTE[6], ">"))
-register_algorithm("fedau", FedAU, Style("FedAU", PALETTE[4], "v"))
-register_algorithm("fedawe", FedAWE, Style("FedAWE", PALETTE[5], "<"))

@@ -28,11 +28,12 @@ checkpointed with a JSON-serialisable ``state_dict``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from aoi_fl.core.registry import declare_options, register_sampler
+from aoi_fl.core.registry import declare_options, declared
 from aoi_fl.core.selection import RandomWeighted, SeededSampler, Selection
 from aoi_fl.core.validation import (
     require_int,
@@ -248,7 +249,8 @@ class ReshuffledCyclic(SeededSampler):
 
 
 def _ignore_sizes(cls: type) -> Any:
-    return declare_options(lambda n, sizes, **options: cls(n, **options), cls)
+    factory = declare_options(lambda n, sizes, **options: cls(n, **options), cls)
+    return declared(factory, availability=cls.availability_aware)
 
 
 _PATTERN_CLASSES = (
@@ -259,8 +261,7 @@ _PATTERN_CLASSES = (
     DeterministicCyclic,
     ReshuffledCyclic,
 )
-#: pattern name -> factory(n, sizes, **options), for :data:`aoi_fl.pipeline.runs.SAMPLERS` (the
-#: patterns ignore the clients' data sizes)
+#: pattern name -> factory(n, sizes, **options) (the patterns ignore the clients' data sizes)
 PATTERNS = {cls.name: _ignore_sizes(cls) for cls in _PATTERN_CLASSES}
-for _cls in _PATTERN_CLASSES:
-    register_sampler(_cls.name, PATTERNS[_cls.name], availability=_cls.availability_aware)
+#: the factories ``aoi_fl/entry_points.txt`` names (``aoi_fl.samplers``)
+PLUGINS = SimpleNamespace(**PATTERNS)

@@ -7,7 +7,3 @@ Theory: sampling procedures, the unbiased estimator, its variance and the optima
 Its reproduction (configurations, results, claims, checks, figures) is
 :mod:`aoi_fl.evidence.kvib`, which depends on this package, never the reverse.
 """
-
-#: read by :mod:`aoi_fl.pipeline.plugins`: the modules whose import registers this package's
-#: policies and algorithms
-REGISTERS: tuple[str, ...] = ("samplers", "estimators")

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from aoi_fl.core.registry import register_recorder
 from aoi_fl.core.selection import PROCEDURES, Selection
 from aoi_fl.core.train import RoundRecorder
 from aoi_fl.core.validation import (
@@ -314,7 +313,7 @@ def round_record(selection: Selection, g: Any, lam: Any) -> dict[str, float]:
     }
 
 
-#: what the trainer records each round of its ``full_information`` mode: K-Vib's metrics,
-#: registered with the method (training in that mode needs no module of the evidence)
+#: what the trainer records each round of its ``full_information`` mode: K-Vib's metrics, named
+#: by ``aoi_fl/entry_points.txt`` (``aoi_fl.recorders``), so training in that mode needs no
+#: module of the evidence
 KVIB_RECORDER = RoundRecorder(FULL_INFORMATION_KEYS, round_record)
-register_recorder("full_information", KVIB_RECORDER)

@@ -56,11 +56,12 @@ import functools
 import inspect
 import math
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from aoi_fl.core.registry import PALETTE, Style, declare_options, register_sampler
+from aoi_fl.core.registry import PALETTE, Style, declare_options, declared
 from aoi_fl.core.selection import SeededSampler, Selection, check_available, sizes_key
 from aoi_fl.core.validation import require_int, require_real, require_sizes
 from aoi_fl.kvib.estimators import draw, optimal_isp_probabilities
@@ -441,15 +442,17 @@ _STYLES = {
     "kvib": Style("K-Vib", "#b30000", "p"),
     "optimal": Style("optimal (full information)", "#222222", "*"),
 }
-for _name, _cls in UNBIASED_SAMPLERS.items():
-    _factory = declare_options(functools.partial(_configured, _cls), _cls)
+
+
+def _plugin(cls: type[UnbiasedSampler]) -> Any:
+    factory = declare_options(functools.partial(_configured, cls), cls)
     # K-Vib's theta and MABS's eta are tuned to the run's length: a configuration training
     # for another number of rounds is warned about
-    _horizon = "rounds" if "rounds" in inspect.signature(_factory).parameters else None
-    register_sampler(
-        _name,
-        _factory,
-        _STYLES[_name],
-        availability=_cls.availability_aware,
-        horizon=_horizon,
+    horizon = "rounds" if "rounds" in inspect.signature(factory).parameters else None
+    return declared(
+        factory, _STYLES[cls.name], availability=cls.availability_aware, horizon=horizon
     )
+
+
+#: the factories ``aoi_fl/entry_points.txt`` names (``aoi_fl.samplers``)
+PLUGINS = SimpleNamespace(**{name: _plugin(cls) for name, cls in UNBIASED_SAMPLERS.items()})

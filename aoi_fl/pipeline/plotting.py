@@ -30,9 +30,9 @@ PAPER_STYLE = {"color": "0.35", "linestyle": ":", "linewidth": 1.2}
 def style(name: str) -> Style:
     """The fixed style of a policy, algorithm, rule or pattern (:mod:`aoi_fl.core.registry`).
 
-    Styles are registered where their names are defined; a name not registered yet loads every
-    paper's modules first (:func:`plugins.load`), so that a notebook which has imported only a
-    paper's tables still finds its algorithms' styles.
+    Styles come with the samplers' and algorithms' entry points and the evidence packages; a
+    name not registered yet loads them first (:func:`plugins.load`), so that a notebook which has
+    imported only a paper's method or tables still finds its styles.
     """
     if name not in registry.STYLES:
         plugins.load()

@@ -1,14 +1,8 @@
-"""The paper packages, a user's installed policies (entry points), and what worker processes
-need of a user's registrations.
+"""The papers' and a user's installed plugins (entry points), the paper packages, and what
+worker processes need of a user's registrations.
 
-The shared layers never import a paper: :func:`load` imports the packages named in
-:data:`aoi_fl.papers.PAPERS` and in the ``aoi_fl.papers`` entry-point group, and each package's
-``REGISTERS`` modules, whose imports fill :mod:`aoi_fl.core.registry`. The ledger reads each
-package's ``CLAIMS`` module (:func:`claim_modules`).
-
-An installed package adds samplers, algorithms and availability models without any import by
-the user: its ``pyproject.toml`` declares each in an entry-point group (:data:`GROUPS`), named
-as configurations name it::
+Samplers, algorithms, availability models and recorders are found through entry points: an
+installed package declares each in a group of :data:`GROUPS`, named as configurations name it::
 
     [project.entry-points."aoi_fl.samplers"]
     every_other = "my_policies:every_other"        # factory(n, sizes, **options) -> Sampler
@@ -17,16 +11,26 @@ as configurations name it::
     [project.entry-points."aoi_fl.availability"]
     weekly = "my_policies:Weekly"                  # an Availability subclass, name "weekly"
 
-A sampler factory may carry what :func:`~aoi_fl.core.registry.register_sampler` takes as
-attributes: ``style`` (a :class:`~aoi_fl.core.registry.Style`), ``availability_aware`` (bool)
-and ``horizon`` (str). :func:`load` registers every entry point it has not registered yet; the
-pipeline calls it before it resolves a configuration, so a package installed (or put on
-``sys.path``) after ``aoi_fl`` was imported is found too.
+aoi_fl declares its papers' own the same way, in ``aoi_fl/entry_points.txt``, from which its
+``pyproject.toml`` builds its installed metadata. :func:`load` reads that file from the package
+itself, so that a tree run by ``PYTHONPATH`` (as on a lent GPU machine) or shipped to a Ray
+cluster, which have no metadata, find the papers too; it registers them in the file's order,
+then other distributions' entry points (sorted by name). A sampler factory may carry what
+:func:`~aoi_fl.core.registry.register_sampler` takes as attributes (``style``, a
+:class:`~aoi_fl.core.registry.Style`; ``availability_aware``, bool; ``horizon``, str:
+:func:`~aoi_fl.core.registry.declared`). The pipeline calls :func:`load` before it resolves a
+configuration, so a package installed (or put on ``sys.path``) after ``aoi_fl`` was imported is
+found too.
 
-A sampler, algorithm or availability model a user registers outside these packages (a file of
-their own, a notebook cell, an entry point) exists only in the process that registered it.
-:func:`shipped` packs what a configuration grid names from such registrations, so that a worker
-process (spawned, or a Ray task) can register the same factory before it trains
+The ledger and the figures read the paper packages: :func:`load` imports the evidence packages
+named in :data:`aoi_fl.papers.PAPERS` and in the ``aoi_fl.papers`` entry-point group, and each
+package's ``REGISTERS`` modules, whose imports register plot styles and families. The ledger
+reads each package's ``CLAIMS`` module (:func:`claim_modules`).
+
+A sampler, algorithm or availability model a user registers by a call (a file of their own, a
+notebook cell) or installs after the workers started exists only in the process that registered
+it. :func:`shipped` packs what a configuration grid names from such registrations, so that a
+worker process (spawned, or a Ray task) can register the same factory before it trains
 (:func:`install`). To a spawned process a factory travels by reference (its module and name, as
 pickle sends functions; the process has this one's ``sys.path``); to Ray, whose workers may be
 other machines without the user's file, its module travels by value (cloudpickle). Either way
@@ -37,12 +41,15 @@ put it.
 
 from __future__ import annotations
 
+import configparser
 import functools
 import importlib
 import pickle
+import re
 import sys
 from collections.abc import Iterable, Mapping
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -57,7 +64,12 @@ GROUPS: dict[str, str] = {
     "aoi_fl.samplers": "sampler",
     "aoi_fl.algorithms": "algorithm",
     "aoi_fl.availability": "availability",
+    "aoi_fl.recorders": "recorder",
 }
+#: aoi_fl's own entry points, the file its installed metadata is built from
+OWN_ENTRY_POINTS = Path(__file__).resolve().parents[1] / "entry_points.txt"
+#: aoi_fl's distribution name (normalised): its installed entry points are the file's
+_OWN_DISTRIBUTION = "aoi-fl"
 
 
 def paper_packages() -> tuple[str, ...]:
@@ -83,21 +95,39 @@ def swept_papers() -> set[str]:
 
 
 def load() -> tuple[ModuleType, ...]:
-    """Import every paper package, its method's and its own ``REGISTERS`` modules (once per
-    process), and register the entry points of :data:`GROUPS` (again whenever ``sys.path`` has
-    changed)."""
+    """Register aoi_fl's own entry points (once per process), import every paper package and its
+    ``REGISTERS`` modules (once), and register other distributions' entry points of
+    :data:`GROUPS` (again whenever ``sys.path`` has changed)."""
+    _own()
     packages = _papers()
     _entry_points(tuple(sys.path))
     return packages
+
+
+def own_entry_points() -> list[EntryPoint]:
+    """aoi_fl's entry points, read from :data:`OWN_ENTRY_POINTS` in the file's order."""
+    parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+    parser.optionxform = str  # names are case sensitive
+    parser.read_string(OWN_ENTRY_POINTS.read_text(), str(OWN_ENTRY_POINTS))
+    return [
+        EntryPoint(name, value, group)
+        for group in parser.sections()
+        for name, value in parser.items(group)
+    ]
+
+
+@functools.cache
+def _own() -> None:
+    for point in own_entry_points():
+        _register_point(point)
 
 
 @functools.cache
 def _papers() -> tuple[ModuleType, ...]:
     packages = tuple(importlib.import_module(name) for name in paper_packages())
     for package in packages:
-        if method := getattr(package, "METHOD", None):
-            _import_registers(importlib.import_module(method))
-        _import_registers(package)
+        for module in getattr(package, "REGISTERS", ()):
+            importlib.import_module(f"{package.__name__}.{module}")
     return packages
 
 
@@ -114,26 +144,32 @@ def algorithms() -> dict[str, Any]:
     return registry.ALGORITHMS
 
 
-def _import_registers(package: ModuleType) -> None:
-    for module in getattr(package, "REGISTERS", ()):
-        importlib.import_module(f"{package.__name__}.{module}")
-
-
 @functools.cache
 def _entry_points(path: tuple[str, ...]) -> None:
-    # keyed by sys.path: the installed distributions are read from it
-    for group, kind in GROUPS.items():
+    # keyed by sys.path: the installed distributions are read from it; aoi_fl's own were
+    # registered from its file
+    for group in GROUPS:
         for point in sorted(entry_points(group=group), key=lambda p: p.name):
-            try:
-                _register(kind, point.name, point.load())
-            except Exception as error:  # noqa: BLE001  (import errors, refusals: all named)
-                raise ValueError(
-                    f"entry point {point.name} = {point.value!r} in group {group!r} "
-                    f"(distribution {getattr(point.dist, 'name', '?')}): "
-                    f"{type(error).__name__}: {error}"
-                ) from error
-            # a worker sees the user's module, not this one, as the registrar: shipped to it
-            registry.REGISTRARS[(kind, point.name)] = point.module
+            if _distribution(point) != _OWN_DISTRIBUTION:
+                _register_point(point)
+
+
+def _distribution(point: EntryPoint) -> str:
+    return re.sub(r"[-_.]+", "-", getattr(point.dist, "name", "") or "").lower()
+
+
+def _register_point(point: EntryPoint) -> None:
+    try:
+        _register(GROUPS[point.group], point.name, point.load())
+    except Exception as error:  # noqa: BLE001  (import errors, refusals: all named)
+        raise ValueError(
+            f"entry point {point.name} = {point.value!r} in group {point.group!r} "
+            f"(distribution {getattr(point.dist, 'name', None) or 'aoi-fl'}): "
+            f"{type(error).__name__}: {error}"
+        ) from error
+    # a worker sees the declaring module, not this one, as the registrar: shipped to it unless
+    # it is aoi_fl's
+    registry.REGISTRARS[(GROUPS[point.group], point.name)] = point.module
 
 
 def _register(kind: str, name: str, obj: Any, flags: Mapping[str, Any] | None = None) -> None:
@@ -149,6 +185,8 @@ def _register(kind: str, name: str, obj: Any, flags: Mapping[str, Any] | None = 
         )
     elif kind == "algorithm":
         registry.register_algorithm(name, obj, getattr(obj, "style", None))
+    elif kind == "recorder":
+        registry.register_recorder(name, obj)
     else:
         if getattr(obj, "name", None) != name:
             raise ValueError(

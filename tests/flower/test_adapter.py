@@ -25,10 +25,10 @@ from flwr.serverapp.strategy import (  # noqa: E402
     FedProx,
 )
 
-from aoi_fl.core import registry  # noqa: E402
 from aoi_fl.flower.adapter import with_policy  # noqa: E402
 from aoi_fl.flower.inprocess import InProcessGrid, node_ids, task_identity  # noqa: E402
 from aoi_fl.flower.simulation import flower_logs  # noqa: E402
+from aoi_fl.pipeline import plugins  # noqa: E402
 
 N, ROUNDS, DIM = 6, 5, 4
 #: each partition's optimum: a client's loss is the squared distance of the model to it
@@ -91,7 +91,7 @@ def run(strategy, grid=None):
 def reference(policy, options):
     """The in-process sampler of the same seed on the same clients: its selections and the
     final model (weights summing to one averaged, an unbiased estimator's as a delta)."""
-    sampler = registry.SAMPLERS[policy](N, np.ones(N), **options)
+    sampler = plugins.samplers()[policy](N, np.ones(N), **options)
     w, selected = W0, []
     for _ in range(ROUNDS):
         if sampler.wants_losses:
@@ -183,7 +183,7 @@ def test_the_messages_content_stays_the_users_strategys():
     with task_identity(), flower_logs(True):
         messages = list(strategy.configure_train(1, arrays, config, InProcessGrid(plain, NODES)))
     # FedProx's own config (its mu, Flower's round) to the nodes of the policy's first draw
-    first = registry.SAMPLERS["uniform"](N, np.ones(N), s=2, seed=0).sample().ids
+    first = plugins.samplers()["uniform"](N, np.ones(N), s=2, seed=0).sample().ids
     assert [m.metadata.dst_node_id for m in messages] == [strategy.nodes[i] for i in first]
     for message in messages:
         assert message.content["arrays"] is arrays

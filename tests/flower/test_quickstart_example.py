@@ -15,10 +15,10 @@ pytest.importorskip("flwr")
 from flwr.app import ArrayRecord  # noqa: E402
 from flwr.serverapp.strategy import FedAvg  # noqa: E402
 
-from aoi_fl.core import registry  # noqa: E402
 from aoi_fl.flower.adapter import policy_options, with_policy  # noqa: E402
 from aoi_fl.flower.inprocess import InProcessGrid, node_ids, task_identity  # noqa: E402
 from aoi_fl.flower.simulation import flower_logs  # noqa: E402
+from aoi_fl.pipeline import plugins  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,7 @@ def quickstart(monkeypatch):
 
 
 def selections(policy, options, rounds):
-    sampler = registry.SAMPLERS[policy](N, np.ones(N), **options)
+    sampler = plugins.samplers()[policy](N, np.ones(N), **options)
     return [sampler.sample().ids.tolist() for _ in range(rounds)]
 
 

@@ -8,6 +8,8 @@ what ``pip install`` writes from ``[project.entry-points]``) on ``sys.path``: wh
 """
 
 import importlib
+import importlib.metadata
+import subprocess
 import sys
 
 import numpy as np
@@ -222,3 +224,83 @@ def test_an_entry_point_that_cannot_be_loaded_is_named(installed, tmp_path):
     with pytest.raises(ValueError, match=r"entry point broken = 'no_such_module:f' in group "
                        r"'aoi_fl.samplers'.*ModuleNotFoundError"):  # fmt: skip
         plugins.load()
+
+
+#: aoi_fl's own entry points, as its file declares them
+OWN = plugins.own_entry_points()
+TABLES = {
+    "sampler": registry.SAMPLERS,
+    "algorithm": registry.ALGORITHMS,
+    "recorder": registry.RECORDERS,
+}
+
+
+def test_the_papers_register_through_their_own_entry_points_only():
+    plugins.load()
+    assert {point.group for point in OWN} == {
+        "aoi_fl.samplers",
+        "aoi_fl.algorithms",
+        "aoi_fl.recorders",
+    }
+    for point in OWN:
+        kind, obj = plugins.GROUPS[point.group], point.load()
+        assert TABLES[kind][point.name] is obj
+        assert registry.REGISTRARS[(kind, point.name)] == point.module
+        if point.attr.startswith("PLUGINS."):
+            assert point.attr == f"PLUGINS.{point.name}"
+        if (style := getattr(obj, "style", None)) is not None:
+            assert registry.style(point.name) == style
+    # nothing of aoi_fl registers a sampler, an algorithm or a recorder by a call, except core's
+    # fedavg (core registers its own)
+    by_call = {
+        (kind, name)
+        for (kind, name), module in registry.REGISTRARS.items()
+        if kind in TABLES and module.startswith("aoi_fl.")
+    } - {(plugins.GROUPS[p.group], p.name) for p in OWN}
+    assert by_call == {("algorithm", "fedavg")}
+    assert [p.name for p in OWN if p.group == "aoi_fl.samplers"][:5] == [
+        "random",
+        "probabilistic",
+        "markov_optimal",
+        "markov_nonoptimal",
+        "markov_available",
+    ]
+
+
+def test_the_installed_metadata_is_built_from_the_same_file():
+    installed = importlib.metadata.distribution("aoi-fl").entry_points
+    assert sorted((p.group, p.name, p.value) for p in installed) == sorted(
+        (p.group, p.name, p.value) for p in OWN
+    )
+    assert {"kvib", "oort"} <= set(importlib.metadata.entry_points(group="aoi_fl.samplers").names)
+
+
+def test_importing_a_method_registers_nothing_and_the_papers_need_no_metadata(tmp_path):
+    # a fresh interpreter, as a tree run by PYTHONPATH: no distribution's metadata at all
+    code = (
+        "from aoi_fl.core import registry\n"
+        "import aoi_fl.kvib.samplers, aoi_fl.fedsum.algorithms, aoi_fl.kvib.estimators\n"
+        "assert 'kvib' not in registry.SAMPLERS and 'fedsum' not in registry.ALGORITHMS\n"
+        "assert not registry.RECORDERS\n"
+        "from aoi_fl.pipeline import plugins\n"
+        "plugins.entry_points = lambda **kw: []\n"
+        "plugins.load()\n"
+        "print(len(registry.SAMPLERS), len(registry.ALGORITHMS), sorted(registry.RECORDERS))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    ).stdout
+    assert out.split() == ["25", "11", "['full_information']"]
+
+
+def test_a_stale_installed_entry_point_of_aoi_fl_is_ignored(tmp_path, monkeypatch):
+    # the metadata of an older install names a factory the package no longer has: aoi_fl's own
+    # come from its file, whatever its metadata says
+    info = tmp_path / "aoi_fl-0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: aoi-fl\nVersion: 0.0\n")
+    (info / "entry_points.txt").write_text("[aoi_fl.samplers]\nghost = aoi_fl.nowhere:GHOST\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugins.load()
+    assert "ghost" not in registry.SAMPLERS
+    assert "ghost" in importlib.metadata.entry_points(group="aoi_fl.samplers").names

@@ -5,11 +5,9 @@ Configurations (:mod:`~aoi_fl.evidence.agnostic.experiments`), tables
 :mod:`~aoi_fl.evidence.agnostic.claims`) and the notebooks' checks.
 """
 
-#: read by :mod:`aoi_fl.pipeline.plugins`: the ledger key and title, the method package it
-#: reproduces (whose ``REGISTERS`` are imported first), the modules whose import registers
-#: plot styles and families, and the module of the ledger rows
+#: read by :mod:`aoi_fl.pipeline.plugins`: the ledger key and title, the modules whose import
+#: registers plot styles and families, and the module of the ledger rows
 KEY = "agnostic"
 TITLE = "agnostic FedAvg under unknown participation"
-METHOD = "aoi_fl.agnostic"
 REGISTERS: tuple[str, ...] = ("experiments",)
 CLAIMS = "claims"

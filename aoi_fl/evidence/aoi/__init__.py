@@ -7,11 +7,9 @@ Configurations (:mod:`~aoi_fl.evidence.aoi.experiments`), tables
 (:mod:`~aoi_fl.evidence.aoi.checks`).
 """
 
-#: read by :mod:`aoi_fl.pipeline.plugins`: the ledger key and title, the method package it
-#: reproduces (whose ``REGISTERS`` are imported first), the modules whose import registers
-#: plot styles and families, and the module of the ledger rows
+#: read by :mod:`aoi_fl.pipeline.plugins`: the ledger key and title, the modules whose import
+#: registers plot styles and families, and the module of the ledger rows
 KEY = "aoi"
 TITLE = "Javani & Wang, Balancing Client Participation in FL Using AoI"
-METHOD = "aoi_fl.aoi"
-REGISTERS: tuple[str, ...] = ()
+REGISTERS: tuple[str, ...] = ("experiments",)
 CLAIMS = "claims"

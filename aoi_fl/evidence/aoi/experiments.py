@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aoi_fl.aoi.samplers import POLICIES
+from aoi_fl.core.registry import register_family
 from aoi_fl.core.validation import require_choice, require_int
 from aoi_fl.evidence.aoi.skew_table import (
     LOCAL_OPTIMUM,
@@ -89,6 +90,9 @@ __all__ = [
     "selection_skew",
     "split_of",
 ]
+
+# the four policies share every figure of the paper
+register_family("AoI policies", POLICIES)
 
 DATASETS = ("mnist", "cifar10", "cifar100")
 SPLITS = ("iid", "noniid")

@@ -36,10 +36,10 @@ import numpy as np
 
 from aoi_fl.aoi import markov, memoryless, samplers, sigma
 from aoi_fl.core.delays import DelayTracker
-from aoi_fl.core.registry import style
 from aoi_fl.core.stats import SelectionStats
 from aoi_fl.core.validation import require_choice, require_int, require_n_m, require_sizes
 from aoi_fl.data.partition import zipf_sizes
+from aoi_fl.pipeline.plotting import style
 
 POLICIES = samplers.POLICIES
 SIZE_LAWS: tuple[str, ...] = ("equal", "zipf")

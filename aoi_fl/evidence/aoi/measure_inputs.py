@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 
 from aoi_fl.aoi import samplers, sigma
-from aoi_fl.core import registry
 from aoi_fl.data import partition
 from aoi_fl.evidence.aoi import experiments, traces
 from aoi_fl.evidence.aoi import results as summaries
 from aoi_fl.evidence.aoi.paper import PAPER_SIGMA, WINDOWS
+from aoi_fl.pipeline import plotting
 from aoi_fl.pipeline import runs as cache
 from aoi_fl.pipeline.claims import (
     Condition,
@@ -215,7 +215,7 @@ class Runs:
 
 
 def label(policy: str) -> str:
-    return registry.style(policy).label
+    return plotting.style(policy).label
 
 
 def sizes(seed: int = 0) -> np.ndarray:

@@ -5,13 +5,11 @@ Configurations (:mod:`~aoi_fl.evidence.arena.experiments`), tables
 :mod:`~aoi_fl.evidence.arena.claims`).
 """
 
-#: read by :mod:`aoi_fl.pipeline.plugins`: the ledger key and title, the method package it
-#: reproduces (whose ``REGISTERS`` are imported first), the modules whose import registers
-#: plot styles and families, and the module of the ledger rows
+#: read by :mod:`aoi_fl.pipeline.plugins`: the ledger key and title, the modules whose import
+#: registers plot styles and families, and the module of the ledger rows
 KEY = "arena"
 TITLE = "Selection arena (ours, not the papers')"
-METHOD = "aoi_fl.arena"
-REGISTERS: tuple[str, ...] = ()
+REGISTERS: tuple[str, ...] = ("experiments",)
 CLAIMS = "claims"
 #: no paper of its own: no statements to sweep for the ledger's untested list
 SWEPT = False

@@ -37,10 +37,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from aoi_fl.core.registry import with_clients
+from aoi_fl.arena.policies import ARENA_FAMILY
+from aoi_fl.core.registry import Style, register_family, register_style, with_clients
 from aoi_fl.core.validation import require_choice, require_int
 from aoi_fl.pipeline import plugins
 from aoi_fl.pipeline.profiles import settings, traits
+
+# the arena's reference, FedSUM's P1 pattern, which no paper's figure draws on its own
+register_style("uniform", Style("uniform", "#000000", "*"))
+register_family("the arena's policies", ARENA_FAMILY)
 
 #: the policies of the screen, with their configuration options for n clients, m per round, T
 #: rounds (see :func:`sampler_spec`)

@@ -6,11 +6,9 @@ the ledger rows (``claims.toml``, :mod:`~aoi_fl.evidence.fedsum.claims`) and the
 checks.
 """
 
-#: read by :mod:`aoi_fl.pipeline.plugins`: the ledger key and title, the method package it
-#: reproduces (whose ``REGISTERS`` are imported first), the modules whose import registers
-#: plot styles and families, and the module of the ledger rows
+#: read by :mod:`aoi_fl.pipeline.plugins`: the ledger key and title, the modules whose import
+#: registers plot styles and families, and the module of the ledger rows
 KEY = "fedsum"
 TITLE = "FedSUM family"
-METHOD = "aoi_fl.fedsum"
 REGISTERS: tuple[str, ...] = ("experiments",)
 CLAIMS = "claims"
