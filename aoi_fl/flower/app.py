@@ -356,7 +356,7 @@ def serve_run(grid: Grid, context: Context) -> FlowerRun:
 
 def _registered_here(config: Mapping[str, Any]) -> list[str]:
     """The sampler and algorithm of a resolved ``config`` that a module outside aoi_fl and the
-    entry points' packages registered (a user's file, a notebook cell)."""
+    paper packages registered by a call (a user's file, a notebook cell), not an entry point."""
     plugins.load()
     packages = ("aoi_fl", *plugins.paper_packages())
     named = (
@@ -366,7 +366,8 @@ def _registered_here(config: Mapping[str, Any]) -> list[str]:
     return [
         f"{kind} {name!r} (registered by {registrar or 'an unknown module'})"
         for kind, name in named
-        if not any(
+        if (kind, name) not in plugins.FROM_ENTRY_POINTS
+        and not any(
             (registrar := registry.REGISTRARS.get((kind, name), "")) == p
             or registrar.startswith(p + ".")
             for p in packages
@@ -411,9 +412,10 @@ def run_flower_app(
         )
     if local := _registered_here(resolved):
         raise ValueError(
-            f"{', '.join(local)}: the app's processes have aoi_fl and the packages of the "
-            f"'{plugins.ENTRY_POINT_GROUP}' entry points, not this process's registrations; "
-            "declare the registering package as such an entry point, or use "
+            f"{', '.join(local)}: the app's processes have aoi_fl and what installed packages "
+            f"declare as entry points ({', '.join(plugins.GROUPS)}, "
+            f"{plugins.ENTRY_POINT_GROUP}), not this process's registrations; declare the "
+            "factory as such an entry point of an installed package, or use "
             "aoi_fl.flower.simulation.run_flower, which ships the factory to its clients"
         )
     # the algorithm and on_failure as the ServerApp will check them, before anything starts

@@ -70,6 +70,9 @@ GROUPS: dict[str, str] = {
 OWN_ENTRY_POINTS = Path(__file__).resolve().parents[1] / "entry_points.txt"
 #: aoi_fl's distribution name (normalised): its installed entry points are the file's
 _OWN_DISTRIBUTION = "aoi-fl"
+#: (kind, name) of every registration an entry point made (aoi_fl's file or an installed
+#: package): another process of this environment finds it the same way, by :func:`load`
+FROM_ENTRY_POINTS: set[tuple[str, str]] = set()
 
 
 def paper_packages() -> tuple[str, ...]:
@@ -170,6 +173,7 @@ def _register_point(point: EntryPoint) -> None:
     # a worker sees the declaring module, not this one, as the registrar: shipped to it unless
     # it is aoi_fl's
     registry.REGISTRARS[(GROUPS[point.group], point.name)] = point.module
+    FROM_ENTRY_POINTS.add((GROUPS[point.group], point.name))
 
 
 def _register(kind: str, name: str, obj: Any, flags: Mapping[str, Any] | None = None) -> None:

@@ -2,6 +2,7 @@
 in-process trainer (its processes listening on loopback only), and a failed run reported."""
 
 import contextlib
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -16,9 +17,10 @@ pytest.importorskip("flwr")
 
 from flwr.common.config import flatten_dict  # noqa: E402
 
+from aoi_fl.core import registry  # noqa: E402
 from aoi_fl.flower import app, simulation, superlink  # noqa: E402
 from aoi_fl.flower.app import flwr_run  # noqa: E402
-from aoi_fl.pipeline import resolve, runs  # noqa: E402
+from aoi_fl.pipeline import plugins, resolve, runs  # noqa: E402
 from tests.flower.test_quickstart_example import DATA, EXAMPLE, N, selections  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,6 +184,29 @@ def test_what_cannot_run_is_refused_before_flower_starts(tmp_path, user_module):
         app.run_flower_app(CONFIG, app_dir=tmp_path)
     with pytest.raises(ValueError, match="timeout must be > 0.0"):
         app.run_flower_app(CONFIG, timeout=0)
+
+
+def test_a_sampler_an_entry_point_declares_is_not_refused_as_registered_here(user_module):
+    # the app's processes load the same entry points; a registration by a call they do not have
+    module = user_module.replace("every_other_", "user_policies_")
+    declared = f"{user_module}_declared"
+    point = importlib.metadata.EntryPoint(declared, f"{module}:every_other", "aoi_fl.samplers")
+    plugins._register_point(point)
+    try:
+        samplers = (
+            {"name": user_module},
+            {"name": declared},
+            {"name": "kvib", "k": 2, "rounds": 3},
+        )
+        resolved = [resolve.resolve_config({**CONFIG, "sampler": s}) for s in samplers]
+        assert [app._registered_here(c) for c in resolved] == [
+            [f"sampler {user_module!r} (registered by {module})"],
+            [],
+            [],
+        ]
+    finally:
+        del registry.SAMPLERS[declared], registry.REGISTRARS[("sampler", declared)]
+        plugins.FROM_ENTRY_POINTS.discard(("sampler", declared))
 
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:0"])
