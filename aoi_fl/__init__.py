@@ -7,9 +7,10 @@ which import no paper; ``make lint`` enforces it):
 - :mod:`aoi_fl.core`: the selection interface and registry, participation statistics and
   delays, engines, aggregation protocol, trainer and models;
 - :mod:`aoi_fl.data`: datasets, client partitions, synthetic tasks;
-- :mod:`aoi_fl.pipeline`: configurations and cached runs, the papers as plugins
-  (:mod:`~aoi_fl.pipeline.plugins`, reading :data:`aoi_fl.papers.PAPERS`), profiles, plotting,
-  notebook setup;
+- :mod:`aoi_fl.pipeline`: configurations and cached runs, the plugins
+  (:mod:`~aoi_fl.pipeline.plugins`: the entry points of ``aoi_fl/entry_points.txt`` and of
+  installed packages, the evidence packages of :data:`aoi_fl.papers.PAPERS`), profiles,
+  plotting, notebook setup;
 - :mod:`aoi_fl.flower`: the samplers and algorithms inside Flower (optional extra);
 - :mod:`aoi_fl.aoi`: Javani & Wang (the AoI policies, the age chain, Theorems 1-5);
 - :mod:`aoi_fl.agnostic`: "Convergence of Agnostic Federated Averaging" (participation

@@ -462,7 +462,8 @@ def _configured(policy: str, n: int, sizes: Any, **options: Any) -> SeededSample
     return make_sampler(policy, n=n, sizes=sizes, **options)
 
 
-_STYLES = {
+#: the four policies' plot styles (the factories carry them too, for their entry points)
+STYLES = {
     "random": Style("Policy 1: random (size-weighted)", PALETTE[0], "o"),
     "probabilistic": Style("Policy 2: probabilistic", PALETTE[1], "s"),
     "markov_optimal": Style("Policy 3: Markov optimal", PALETTE[2], "^"),
@@ -490,7 +491,7 @@ PLUGINS = SimpleNamespace(
             declare_options(
                 functools.partial(_configured, policy), make_sampler, passed=("policy",)
             ),
-            _STYLES[policy],
+            STYLES[policy],
             availability=True,
         )
         for policy in POLICIES

@@ -39,9 +39,9 @@ round's model before the sampler draws; the sampler may see all update norms
 (:meth:`Sampler.inform`, used only by the full-information optimum), only the selected clients'
 updates are aggregated, and a :class:`RoundRecorder` given to the trainer records what it
 computes from every client's update each round (the K-Vib paper's costs and estimation errors,
-the recorder it registers in ``registry.RECORDERS``). The selected clients' updates are the same
-as without the mode (mini-batches depend only on (seed, round, client)), so it changes no
-trajectory.
+the recorder its entry point puts in ``registry.RECORDERS``). The selected clients' updates are
+the same as without the mode (mini-batches depend only on (seed, round, client)), so it changes
+no trajectory.
 """
 
 from __future__ import annotations

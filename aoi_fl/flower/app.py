@@ -47,6 +47,8 @@ import functools
 import inspect
 import json
 import os
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -70,6 +72,7 @@ from aoi_fl.flower.superlink import (  # noqa: F401
     CONNECTION,
     FLOWER_ENV,
     LS_ATTEMPTS,
+    app_pythonpath,
     flower_environment,
     flwr_run,
 )
@@ -355,24 +358,43 @@ def serve_run(grid: Grid, context: Context) -> FlowerRun:
 
 
 def _registered_here(config: Mapping[str, Any]) -> list[str]:
-    """The sampler and algorithm of a resolved ``config`` that a module outside aoi_fl and the
-    paper packages registered by a call (a user's file, a notebook cell), not an entry point."""
+    """The sampler and algorithm of a resolved ``config`` that the app's processes would not
+    have: registered by a call of a module outside aoi_fl and the paper packages (a user's file,
+    a notebook cell), or declared by an entry point of a package off their import path (one put
+    on ``sys.path`` at run time)."""
     plugins.load()
     packages = ("aoi_fl", *plugins.paper_packages())
     named = (
         ("sampler", config["sampler"]["name"]),
         ("algorithm", config["training"]["algorithm"]["name"]),
     )
-    return [
-        f"{kind} {name!r} (registered by {registrar or 'an unknown module'})"
-        for kind, name in named
-        if (kind, name) not in plugins.FROM_ENTRY_POINTS
-        and not any(
-            (registrar := registry.REGISTRARS.get((kind, name), "")) == p
-            or registrar.startswith(p + ".")
-            for p in packages
-        )
-    ]
+    missing = []
+    for kind, name in named:
+        if (kind, name) in plugins.FROM_ENTRY_POINTS:
+            folder = plugins.FROM_ENTRY_POINTS[(kind, name)]
+            if folder is not None and folder not in _app_import_path():
+                missing.append(
+                    f"{kind} {name!r} (declared by an entry point of a package in {folder}, "
+                    "which is not on the app's import path)"
+                )
+            continue
+        registrar = registry.REGISTRARS.get((kind, name), "")
+        if not any(registrar == p or registrar.startswith(p + ".") for p in packages):
+            missing.append(f"{kind} {name!r} (registered by {registrar or 'an unknown module'})")
+    return missing
+
+
+def _app_import_path() -> set[str]:
+    """The folders on the import path of the app's processes: this interpreter started with
+    their ``PYTHONPATH``, not this process's ``sys.path`` as it has grown since."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import json, sys; print(json.dumps(sys.path))"],
+        env={**os.environ, "PYTHONPATH": app_pythonpath()},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return {str(Path(p).resolve()) for p in json.loads(done.stdout) if p}
 
 
 def run_flower_app(
@@ -412,11 +434,11 @@ def run_flower_app(
         )
     if local := _registered_here(resolved):
         raise ValueError(
-            f"{', '.join(local)}: the app's processes have aoi_fl and what installed packages "
-            f"declare as entry points ({', '.join(plugins.GROUPS)}, "
-            f"{plugins.ENTRY_POINT_GROUP}), not this process's registrations; declare the "
-            "factory as such an entry point of an installed package, or use "
-            "aoi_fl.flower.simulation.run_flower, which ships the factory to its clients"
+            f"{', '.join(local)}: the app's processes have aoi_fl and what packages installed "
+            "in this environment declare as entry points (aoi_fl.samplers, aoi_fl.algorithms), "
+            "not this process's registrations; declare the factory as such an entry point of "
+            "an installed package, or use aoi_fl.flower.simulation.run_flower, which ships the "
+            "factory to its clients"
         )
     # the algorithm and on_failure as the ServerApp will check them, before anything starts
     SamplerStrategy.from_trainer(build_trainer(resolved, data_root, device="cpu"), on_failure)

@@ -38,6 +38,13 @@ FLOWER_ENV = {
 }
 
 
+def app_pythonpath() -> str:
+    """``PYTHONPATH`` of Flower's processes: this checkout's ``aoi_fl`` first, then this
+    process's ``$PYTHONPATH``."""
+    root = str(Path(__file__).resolve().parents[2])
+    return os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+
+
 def flower_environment(flwr_home: str | os.PathLike, ray_address: str) -> dict[str, str]:
     """This process's environment for Flower's processes: :data:`FLOWER_ENV`, Flower's files
     under ``flwr_home``, this interpreter's scripts first on the path (the SuperLink starts the
@@ -54,8 +61,7 @@ def flower_environment(flwr_home: str | os.PathLike, ray_address: str) -> dict[s
     env["NO_COLOR"] = "1"
     env["FLWR_HOME"] = str(flwr_home)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = app_pythonpath()
     # the CLI reaches the SuperLink over HTTP on this machine, never through a proxy
     env["NO_PROXY"] = ",".join(p for p in ("127.0.0.1,localhost", env.get("NO_PROXY")) if p)
     env.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")

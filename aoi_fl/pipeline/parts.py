@@ -159,6 +159,6 @@ def availability_model(c: Mapping[str, Any], n: int, sizes: np.ndarray) -> Any:
 
 
 def full_information_recorder() -> Any:
-    # the full-information mode's per-round metrics are a paper's (K-Vib's), registered by it
+    # the full-information mode's per-round metrics are a paper's (K-Vib's): its entry point's
     mode = require_choice("training mode", "full_information", registry.RECORDERS)
     return registry.RECORDERS[mode]

@@ -70,9 +70,10 @@ GROUPS: dict[str, str] = {
 OWN_ENTRY_POINTS = Path(__file__).resolve().parents[1] / "entry_points.txt"
 #: aoi_fl's distribution name (normalised): its installed entry points are the file's
 _OWN_DISTRIBUTION = "aoi-fl"
-#: (kind, name) of every registration an entry point made (aoi_fl's file or an installed
-#: package): another process of this environment finds it the same way, by :func:`load`
-FROM_ENTRY_POINTS: set[tuple[str, str]] = set()
+#: (kind, name) of every registration an entry point made -> the folder its distribution was
+#: found in (None: aoi_fl's own file). Another process finds it the same way, by :func:`load`,
+#: if that folder is on its import path
+FROM_ENTRY_POINTS: dict[tuple[str, str], str | None] = {}
 
 
 def paper_packages() -> tuple[str, ...]:
@@ -122,7 +123,7 @@ def own_entry_points() -> list[EntryPoint]:
 @functools.cache
 def _own() -> None:
     for point in own_entry_points():
-        _register_point(point)
+        _register_point(point, None)
 
 
 @functools.cache
@@ -154,26 +155,28 @@ def _entry_points(path: tuple[str, ...]) -> None:
     for group in GROUPS:
         for point in sorted(entry_points(group=group), key=lambda p: p.name):
             if _distribution(point) != _OWN_DISTRIBUTION:
-                _register_point(point)
+                _register_point(point, str(Path(point.dist.locate_file("")).resolve()))
 
 
 def _distribution(point: EntryPoint) -> str:
     return re.sub(r"[-_.]+", "-", getattr(point.dist, "name", "") or "").lower()
 
 
-def _register_point(point: EntryPoint) -> None:
+def _register_point(point: EntryPoint, folder: str | None) -> None:
+    """Register what ``point`` names; ``folder``: where its distribution was found (None: in
+    aoi_fl's own file)."""
     try:
         _register(GROUPS[point.group], point.name, point.load())
     except Exception as error:  # noqa: BLE001  (import errors, refusals: all named)
+        where = OWN_ENTRY_POINTS if folder is None else f"distribution {point.dist.name}"
         raise ValueError(
-            f"entry point {point.name} = {point.value!r} in group {point.group!r} "
-            f"(distribution {getattr(point.dist, 'name', None) or 'aoi-fl'}): "
+            f"entry point {point.name} = {point.value!r} in group {point.group!r} ({where}): "
             f"{type(error).__name__}: {error}"
         ) from error
     # a worker sees the declaring module, not this one, as the registrar: shipped to it unless
     # it is aoi_fl's
     registry.REGISTRARS[(GROUPS[point.group], point.name)] = point.module
-    FROM_ENTRY_POINTS.add((GROUPS[point.group], point.name))
+    FROM_ENTRY_POINTS[(GROUPS[point.group], point.name)] = folder
 
 
 def _register(kind: str, name: str, obj: Any, flags: Mapping[str, Any] | None = None) -> None:
@@ -183,12 +186,12 @@ def _register(kind: str, name: str, obj: Any, flags: Mapping[str, Any] | None = 
         registry.register_sampler(
             name,
             obj,
-            getattr(obj, "style", None),
+            _style(obj),
             availability=flags.get("availability", getattr(obj, "availability_aware", False)),
             horizon=flags.get("horizon", getattr(obj, "horizon", None)),
         )
     elif kind == "algorithm":
-        registry.register_algorithm(name, obj, getattr(obj, "style", None))
+        registry.register_algorithm(name, obj, _style(obj))
     elif kind == "recorder":
         registry.register_recorder(name, obj)
     else:
@@ -198,6 +201,11 @@ def _register(kind: str, name: str, obj: Any, flags: Mapping[str, Any] | None = 
                 f"entry point is named {name!r}: they must be the same"
             )
         register_availability(obj)
+
+
+def _style(obj: Any) -> Any:
+    # a class's own style: a subclass of a paper's algorithm does not take the paper's label
+    return vars(obj).get("style") if isinstance(obj, type) else getattr(obj, "style", None)
 
 
 def claim_modules() -> list[ModuleType]:

@@ -2,10 +2,10 @@
 in-process trainer (its processes listening on loopback only), and a failed run reported."""
 
 import contextlib
-import importlib.metadata
 import importlib.util
 import json
 import os
+import sys
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
@@ -186,27 +186,55 @@ def test_what_cannot_run_is_refused_before_flower_starts(tmp_path, user_module):
         app.run_flower_app(CONFIG, timeout=0)
 
 
-def test_a_sampler_an_entry_point_declares_is_not_refused_as_registered_here(user_module):
-    # the app's processes load the same entry points; a registration by a call they do not have
-    module = user_module.replace("every_other_", "user_policies_")
-    declared = f"{user_module}_declared"
-    point = importlib.metadata.EntryPoint(declared, f"{module}:every_other", "aoi_fl.samplers")
-    plugins._register_point(point)
+DECLARED = """
+import numpy as np
+
+from aoi_fl.core.selection import SeededSampler, Selection
+
+
+class EveryOther(SeededSampler):
+    def sample(self):
+        ids = np.arange(self.round % 2, self.n, 2)
+        self.round += 1
+        return Selection(ids, np.full(ids.size, 1.0 / ids.size))
+
+
+def every_other(n, sizes, seed=0):
+    return EveryOther(n, seed)
+"""
+
+
+def test_what_the_apps_processes_have_is_not_refused_as_registered_here(
+    user_module, tmp_path, monkeypatch
+):
+    # a package declaring a sampler by entry point, put on sys.path at run time
+    name, module, site = f"declared_{tmp_path.name}", f"declaring_{tmp_path.name}", tmp_path / "s"
+    (site / f"{module}-0.1.dist-info").mkdir(parents=True)
+    (site / f"{module}.py").write_text(DECLARED)
+    (site / f"{module}-0.1.dist-info" / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n"
+    )
+    (site / f"{module}-0.1.dist-info" / "entry_points.txt").write_text(
+        f"[aoi_fl.samplers]\n{name} = {module}:every_other\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
     try:
-        samplers = (
-            {"name": user_module},
-            {"name": declared},
-            {"name": "kvib", "k": 2, "rounds": 3},
-        )
+        samplers = ({"name": user_module}, {"name": name}, {"name": "kvib", "k": 2, "rounds": 3})
         resolved = [resolve.resolve_config({**CONFIG, "sampler": s}) for s in samplers]
-        assert [app._registered_here(c) for c in resolved] == [
-            [f"sampler {user_module!r} (registered by {module})"],
-            [],
-            [],
-        ]
+        registered = user_module.replace("every_other_", "user_policies_")
+        off_path = f"sampler {name!r} (declared by an entry point of a package in {site}, which"
+        found = [app._registered_here(c) for c in resolved]
+        assert found[0] == [f"sampler {user_module!r} (registered by {registered})"]
+        assert len(found[1]) == 1 and found[1][0].startswith(off_path)
+        assert found[2] == []  # aoi_fl's own
+        # installed where the app's processes look (here: their PYTHONPATH), it is theirs too
+        monkeypatch.setenv("PYTHONPATH", str(site))
+        assert [app._registered_here(c) for c in resolved[1:]] == [[], []]
     finally:
-        del registry.SAMPLERS[declared], registry.REGISTRARS[("sampler", declared)]
-        plugins.FROM_ENTRY_POINTS.discard(("sampler", declared))
+        del registry.SAMPLERS[name], registry.REGISTRARS[("sampler", name)]
+        del plugins.FROM_ENTRY_POINTS[("sampler", name)]
+        sys.modules.pop(module, None)
+        plugins._entry_points.cache_clear()
 
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:0"])

@@ -304,3 +304,15 @@ def test_a_stale_installed_entry_point_of_aoi_fl_is_ignored(tmp_path, monkeypatc
     plugins.load()
     assert "ghost" not in registry.SAMPLERS
     assert "ghost" in importlib.metadata.entry_points(group="aoi_fl.samplers").names
+
+
+def test_a_subclass_of_a_papers_algorithm_does_not_take_its_style():
+    from aoi_fl.fedsum.algorithms import FedSUM
+
+    subclass = type("MyFedSUM", (FedSUM,), {"name": "my_fedsum"})
+    plugins._register("algorithm", "my_fedsum", subclass)
+    try:
+        assert registry.ALGORITHMS["my_fedsum"] is subclass
+        assert "my_fedsum" not in registry.STYLES  # FedSUM's label would draw it as FedSUM
+    finally:
+        _forget("algorithm", "my_fedsum")

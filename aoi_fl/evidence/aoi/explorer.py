@@ -39,7 +39,6 @@ from aoi_fl.core.delays import DelayTracker
 from aoi_fl.core.stats import SelectionStats
 from aoi_fl.core.validation import require_choice, require_int, require_n_m, require_sizes
 from aoi_fl.data.partition import zipf_sizes
-from aoi_fl.pipeline.plotting import style
 
 POLICIES = samplers.POLICIES
 SIZE_LAWS: tuple[str, ...] = ("equal", "zipf")
@@ -246,7 +245,7 @@ def summary(ex: Exploration, *, timing: bool = False) -> str:
     chain = ex.policy.startswith("markov")
     lines = [
         f"n = {ex.n}, m = {ex.m}, m' = {ex.m_prime}, r = n/m = {ex.n / ex.m:.4f}; "
-        f"simulated: {style(ex.policy).label}"
+        f"simulated: {samplers.STYLES[ex.policy].label}"
         + (f" ({ex.family})" if ex.policy == "markov_nonoptimal" else "")
         + f", {ex.sim_rounds} rounds, seed {ex.seed}",
         f"Theorem 1's p: {vec(ex.p_optimal)}",
@@ -284,7 +283,7 @@ def plot(ex: Exploration, fig: Any = None) -> Any:
     ages = np.arange(ex.m_prime + 1)
     ax_chain.bar(ages, ex.p_optimal, width=0.8, color="0.8", label="Theorem 1's p")
     if ex.p is not None:
-        color = style(ex.policy).color
+        color = samplers.STYLES[ex.policy].color
         ax_chain.plot(ages, ex.p, "o-", color=color, ms=4, label=f"p ({ex.policy})")
         ax_chain.plot(ages, ex.stationary, "s:", color="0.2", ms=4, label="stationary pi")
     ax_chain.set(xlabel="age a", ylim=(0, 1.05), title="age chain")
@@ -298,7 +297,7 @@ def plot(ex: Exploration, fig: Any = None) -> Any:
     # one stairs artist rather than a bar per x: hundreds of bars cost most of a redraw
     edges = np.arange(x_hi + 1) + 0.5
     simulated = f"simulated ({ex.sim_rounds} rounds)"
-    color = style(ex.policy).color
+    color = samplers.STYLES[ex.policy].color
     ax_x.stairs(ex.pmf_sim[:x_hi], edges, fill=True, color=color, alpha=0.6, label=simulated)
     ax_x.plot(x[:x_hi], ex.pmf_theory[:x_hi], ".-", color="0.15", lw=1, ms=3, label="theory")
     ax_x.set(
@@ -309,9 +308,8 @@ def plot(ex: Exploration, fig: Any = None) -> Any:
     ax_x.legend(fontsize="x-small")
 
     names = list(ex.sigma)
-    ax_sigma.bar(
-        range(4), [ex.sigma[k] for k in names], color=[style(k).color for k in names], width=0.7
-    )
+    colors = [samplers.STYLES[k].color for k in names]
+    ax_sigma.bar(range(4), [ex.sigma[k] for k in names], color=colors, width=0.7)
     ax_sigma.plot(names.index(ex.policy), ex.sigma_sim, "kx", ms=8, label="simulated")
     ax_sigma.set_xticks(range(4), ["P1", "P2", "P3", "P4"])
     ax_sigma.set(title="Sigma (Theorems 3-5)")
@@ -383,7 +381,7 @@ class Explorer:
             "m": w.IntSlider(v["m"], min=1, max=2000, description="m", **wide),
             "m_prime": w.IntSlider(v["m_prime"], min=0, max=40, description="m'", **wide),
             "policy": w.Dropdown(
-                options=[(style(k).label, k) for k in POLICIES],
+                options=[(samplers.STYLES[k].label, k) for k in POLICIES],
                 value=v["policy"],
                 description="policy",
             ),
