@@ -28,6 +28,10 @@ from urllib.parse import unquote, urlsplit
 
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 LOCAL_SCHEMES = {"file", "data", "blob", "about"}
+#: logged by the checker once a page has loaded: the page's own entries come before it
+END_OF_PAGE = "aoi-fl check_report: end of page"
+#: seconds to wait for the browser log to deliver it
+LOG_TIMEOUT = 60.0
 WIDTH, MAX_HEIGHT = 1280, 6000
 
 IMAGES_JS = """
@@ -85,6 +89,27 @@ def start_browser(driver_path: Path):
     return webdriver.Chrome(service=Service(str(driver_path)), options=options)
 
 
+def page_log(driver) -> list[dict]:
+    """The browser-log entries of the page just loaded.
+
+    Chromium hands its log to the driver asynchronously: on a busy machine a page's console
+    error can arrive after ``driver.get`` returned, and a single read would miss it (seen in a
+    test). The checker logs :data:`END_OF_PAGE` and reads until it arrives; what the same read
+    brings after it is the page's too.
+    """
+    driver.execute_script(f"console.info({END_OF_PAGE!r})")
+    entries: list[dict] = []
+    deadline = time.monotonic() + LOG_TIMEOUT
+    while time.monotonic() < deadline:
+        batch = driver.get_log("browser")
+        ended = [END_OF_PAGE in str(entry.get("message")) for entry in batch]
+        entries += [entry for entry, end in zip(batch, ended, strict=True) if not end]
+        if any(ended):
+            return entries
+        time.sleep(0.05)
+    raise RuntimeError(f"the browser log did not deliver a page's entries in {LOG_TIMEOUT} s")
+
+
 def page_requests(driver) -> list[str]:
     """The URLs the page requested since the last call (Chrome's performance log)."""
     urls = []
@@ -109,7 +134,7 @@ def check_page(driver, page: Path, site: Path, result: Result) -> list[Path]:
     name = page.relative_to(site).as_posix()
     driver.get(page.as_uri())
     result.pages.append(name)
-    for entry in driver.get_log("browser"):
+    for entry in page_log(driver):
         if entry.get("level") == "SEVERE":
             result.problems.append(f"{name}: console error: {entry.get('message')}")
     for url in page_requests(driver):

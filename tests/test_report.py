@@ -324,6 +324,35 @@ def fake_site(root, index_body, page_body="<p>page</p>"):
     return root
 
 
+class LateLog:
+    """A driver whose browser log delivers a page's entries late, as Chromium does on a busy
+    machine: nothing at the first read, the page's console error at the second, the checker's
+    end-of-page entry with one more of the page's at the third."""
+
+    def __init__(self):
+        end = {"level": "INFO", "message": f'console-api 1:9 "{check_report.END_OF_PAGE}"'}
+        self.reads = [[], [{"level": "SEVERE", "message": "boom"}], [end, {"level": "SEVERE"}]]
+
+    def execute_script(self, script):
+        assert check_report.END_OF_PAGE in script
+
+    def get_log(self, kind):
+        assert kind == "browser"
+        return self.reads.pop(0)
+
+
+def test_the_checker_reads_a_pages_log_until_its_end_arrives(monkeypatch):
+    assert check_report.page_log(LateLog()) == [
+        {"level": "SEVERE", "message": "boom"},
+        {"level": "SEVERE"},
+    ]
+    never = LateLog()
+    never.reads = [[]] * 1000
+    monkeypatch.setattr(check_report, "LOG_TIMEOUT", 0.2)
+    with pytest.raises(RuntimeError, match="did not deliver a page's entries in 0.2 s"):
+        check_report.page_log(never)
+
+
 @needs_chromium
 def test_the_checker_passes_a_good_site_and_saves_a_screenshot(tmp_path):
     site = fake_site(
