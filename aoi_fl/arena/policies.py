@@ -5,7 +5,8 @@ from typing import Any
 
 from aoi_fl.core.registry import Style, declare_options, declared
 
-#: the policies this package's modules define, each from its own paper
+#: the policies the arena adds: the field's, each from its own paper in a module of this package,
+#: and the AoI method's Policy 3 calibrated to availability (``markov_available``)
 FIELD_POLICIES: tuple[str, ...] = (
     "all_available",
     "markov_available",
