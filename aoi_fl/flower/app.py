@@ -358,16 +358,18 @@ def serve_run(grid: Grid, context: Context) -> FlowerRun:
 
 
 def _registered_here(config: Mapping[str, Any]) -> list[str]:
-    """The sampler and algorithm of a resolved ``config`` that the app's processes would not
-    have: registered by a call of a module outside aoi_fl and the paper packages (a user's file,
-    a notebook cell), or declared by an entry point of a package off their import path (one put
-    on ``sys.path`` at run time)."""
+    """The sampler, algorithm and availability model of a resolved ``config`` that the app's
+    processes would not have: registered by a call of a module outside aoi_fl and the paper
+    packages (a user's file, a notebook cell), or declared by an entry point of a package off
+    their import path (one put on ``sys.path`` at run time)."""
     plugins.load()
     packages = ("aoi_fl", *plugins.paper_packages())
-    named = (
+    named = [
         ("sampler", config["sampler"]["name"]),
         ("algorithm", config["training"]["algorithm"]["name"]),
-    )
+    ]
+    if "availability" in config:
+        named.append(("availability", config["availability"]["name"]))
     missing = []
     for kind, name in named:
         if (kind, name) in plugins.FROM_ENTRY_POINTS:
@@ -435,7 +437,8 @@ def run_flower_app(
     if local := _registered_here(resolved):
         raise ValueError(
             f"{', '.join(local)}: the app's processes have aoi_fl and what packages installed "
-            "in this environment declare as entry points (aoi_fl.samplers, aoi_fl.algorithms), "
+            "in this environment declare as entry points (aoi_fl.samplers, aoi_fl.algorithms, "
+            "aoi_fl.availability), "
             "not this process's registrations; declare the factory as such an entry point of "
             "an installed package, or use aoi_fl.flower.simulation.run_flower, which ships the "
             "factory to its clients"

@@ -17,7 +17,7 @@ pytest.importorskip("flwr")
 
 from flwr.common.config import flatten_dict  # noqa: E402
 
-from aoi_fl.core import registry  # noqa: E402
+from aoi_fl.core import availability, registry  # noqa: E402
 from aoi_fl.flower import app, simulation, superlink  # noqa: E402
 from aoi_fl.flower.app import flwr_run  # noqa: E402
 from aoi_fl.pipeline import plugins, resolve, runs  # noqa: E402
@@ -235,6 +235,22 @@ def test_what_the_apps_processes_have_is_not_refused_as_registered_here(
         del plugins.FROM_ENTRY_POINTS[("sampler", name)]
         sys.modules.pop(module, None)
         plugins._entry_points.cache_clear()
+
+
+def test_an_availability_model_registered_by_a_call_is_refused_before_flower_starts(tmp_path):
+    name = f"always_{tmp_path.name}"
+    availability.register_availability(type(name, (availability.Always,), {"name": name}))
+    try:
+        config = {**CONFIG, "sampler": {"name": "all_available"}, "availability": {"name": name}}
+        resolved = resolve.resolve_config(config)
+        assert app._registered_here(resolved) == [
+            f"availability {name!r} (registered by tests.flower.test_app)"
+        ]
+        with pytest.raises(ValueError, match=rf"availability {name!r} \(registered by tests"):
+            app.run_flower_app(config)
+    finally:
+        del availability.MODELS[name], availability.AVAILABILITY[name]
+        del registry.REGISTRARS[("availability", name)]
 
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:0"])
