@@ -28,15 +28,15 @@ package's ``REGISTERS`` modules, whose imports register plot styles and families
 reads each package's ``CLAIMS`` module (:func:`claim_modules`).
 
 A sampler, algorithm or availability model a user registers by a call (a file of their own, a
-notebook cell) or installs after the workers started exists only in the process that registered
-it. :func:`shipped` packs what a configuration grid names from such registrations, so that a
-worker process (spawned, or a Ray task) can register the same factory before it trains
-(:func:`install`). To a spawned process a factory travels by reference (its module and name, as
-pickle sends functions; the process has this one's ``sys.path``); to Ray, whose workers may be
-other machines without the user's file, its module travels by value (cloudpickle). Either way
-it must live in an importable module: one defined in a notebook cell or a script run as
-``__main__`` is refused in the parent, before anything trains, with an error that says where to
-put it.
+notebook cell) exists only in the process that registered it, and one another package declares
+may be missing where a worker runs (a Ray node). :func:`shipped` packs what a configuration grid
+names from either, so that a worker process (spawned, or a Ray task) can register the same
+factory before it trains (:func:`install`). To a spawned process a factory travels by
+reference (its module and name, as pickle sends functions; the process has this one's
+``sys.path``); to Ray, whose workers may be other machines without the user's file, its module
+travels by value (cloudpickle). Either way it must live in an importable module: one defined in
+a notebook cell or a script run as ``__main__`` is refused in the parent, before anything
+trains, with an error that says where to put it.
 """
 
 from __future__ import annotations
