@@ -44,8 +44,8 @@ def _torch_threads_restored():
     torch.set_num_threads(before)
 
 
-#: a user's policy module: an every-other-client sampler registered as {name} on import
-USER_POLICY = '''
+#: a user's policy module's sampler and factory: clients 0, 2, 4, ... then the others ({name})
+EVERY_OTHER = '''
 import numpy as np
 
 from aoi_fl.core.registry import Style, register_sampler
@@ -65,10 +65,11 @@ class EveryOther(SeededSampler):
 
 def every_other(n, sizes, seed=0):
     return EveryOther(n, seed)
-
-
-register_sampler("{name}", every_other, Style("every other", "#123456", "o"))
 '''
+#: a user's policy module: the every-other-client sampler registered as {name} on import
+USER_POLICY = EVERY_OTHER + (
+    '\n\nregister_sampler("{name}", every_other, Style("every other", "#123456", "o"))\n'
+)
 
 
 @pytest.fixture
@@ -81,6 +82,12 @@ def user_module(tmp_path, monkeypatch):
     importlib.import_module(module)
     yield name
     del registry.SAMPLERS[name], registry.STYLES[name], sys.modules[module]
+
+
+@pytest.fixture
+def every_other_source():
+    """The source of :data:`EVERY_OTHER`: the sampler and factory, registered by nothing."""
+    return EVERY_OTHER
 
 
 @pytest.fixture

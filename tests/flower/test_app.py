@@ -186,31 +186,13 @@ def test_what_cannot_run_is_refused_before_flower_starts(tmp_path, user_module):
         app.run_flower_app(CONFIG, timeout=0)
 
 
-DECLARED = """
-import numpy as np
-
-from aoi_fl.core.selection import SeededSampler, Selection
-
-
-class EveryOther(SeededSampler):
-    def sample(self):
-        ids = np.arange(self.round % 2, self.n, 2)
-        self.round += 1
-        return Selection(ids, np.full(ids.size, 1.0 / ids.size))
-
-
-def every_other(n, sizes, seed=0):
-    return EveryOther(n, seed)
-"""
-
-
 def test_what_the_apps_processes_have_is_not_refused_as_registered_here(
-    user_module, tmp_path, monkeypatch
+    user_module, every_other_source, tmp_path, monkeypatch
 ):
     # a package declaring a sampler by entry point, put on sys.path at run time
     name, module, site = f"declared_{tmp_path.name}", f"declaring_{tmp_path.name}", tmp_path / "s"
     (site / f"{module}-0.1.dist-info").mkdir(parents=True)
-    (site / f"{module}.py").write_text(DECLARED)
+    (site / f"{module}.py").write_text(every_other_source.format(name=name))
     (site / f"{module}-0.1.dist-info" / "METADATA").write_text(
         f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n"
     )
