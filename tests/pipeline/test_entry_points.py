@@ -9,6 +9,7 @@ what ``pip install`` writes from ``[project.entry-points]``) on ``sys.path``: wh
 
 import importlib
 import importlib.metadata
+import pkgutil
 import subprocess
 import sys
 
@@ -316,3 +317,24 @@ def test_a_subclass_of_a_papers_algorithm_does_not_take_its_style():
         assert "my_fedsum" not in registry.STYLES  # FedSUM's label would draw it as FedSUM
     finally:
         _forget("algorithm", "my_fedsum")
+
+
+def test_every_factory_a_method_offers_is_declared():
+    # a method's PLUGINS namespace and its styled algorithms are what its entry points name: one
+    # added to the code but not to aoi_fl/entry_points.txt would never register
+    declared = {point.value for point in OWN}
+    offered = set()
+    for method in ("aoi", "agnostic", "kvib", "fedsum", "arena"):
+        package = importlib.import_module(f"aoi_fl.{method}")
+        for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+            module = importlib.import_module(info.name)
+            if (plugins_of := getattr(module, "PLUGINS", None)) is not None:
+                offered |= {f"{info.name}:PLUGINS.{name}" for name in vars(plugins_of)}
+            offered |= {
+                f"{info.name}:{name}"
+                for name, obj in vars(module).items()
+                if isinstance(obj, type) and obj.__module__ == info.name and "style" in vars(obj)
+            }
+    # 24 samplers' factories (exp_prior is a plain function) and FedSUM's 8 styled algorithms
+    # (agnostic's two have no style): each declared
+    assert len(offered) == 32 and offered <= declared
