@@ -13,7 +13,6 @@ environment's own site-packages: the wheel's ``aoi_fl`` comes first, and the env
 ``.pth`` files (its editable ``aoi_fl`` among them) are not run.
 """
 
-import configparser
 import json
 import shutil
 import subprocess
@@ -120,17 +119,8 @@ def test_the_sdist_holds_the_package_and_its_metadata(built):
     assert own == plugins.OWN_ENTRY_POINTS.read_text()
     declared = {(p.group, p.name, p.value) for p in plugins.own_entry_points()}
     assert len(declared) == 36 and declared == {
-        (group, name, value)
-        for group, names in entry_point_groups(metadata).items()
-        for name, value in names.items()
+        (p.group, p.name, p.value) for p in plugins.entry_points_in(metadata)
     }
-
-
-def entry_point_groups(text):
-    parser = configparser.ConfigParser(delimiters=("=",))
-    parser.optionxform = str
-    parser.read_string(text)
-    return {group: dict(parser.items(group)) for group in parser.sections()}
 
 
 @pytest.mark.slow

@@ -363,25 +363,25 @@ def _registered_here(config: Mapping[str, Any]) -> list[str]:
     packages (a user's file, a notebook cell), or declared by an entry point of a package off
     their import path (one put on ``sys.path`` at run time)."""
     plugins.load()
-    packages = ("aoi_fl", *plugins.paper_packages())
     named = [
         ("sampler", config["sampler"]["name"]),
         ("algorithm", config["training"]["algorithm"]["name"]),
     ]
     if "availability" in config:
         named.append(("availability", config["availability"]["name"]))
+    folders = {plugins.FROM_ENTRY_POINTS.get(key) for key in named} - {None}
+    path = _app_import_path() if folders else set()
     missing = []
     for kind, name in named:
         if (kind, name) in plugins.FROM_ENTRY_POINTS:
             folder = plugins.FROM_ENTRY_POINTS[(kind, name)]
-            if folder is not None and folder not in _app_import_path():
+            if folder is not None and folder not in path:
                 missing.append(
                     f"{kind} {name!r} (declared by an entry point of a package in {folder}, "
                     "which is not on the app's import path)"
                 )
-            continue
-        registrar = registry.REGISTRARS.get((kind, name), "")
-        if not any(registrar == p or registrar.startswith(p + ".") for p in packages):
+        elif not plugins.registered_by_aoi_fl(kind, name):
+            registrar = registry.REGISTRARS.get((kind, name))
             missing.append(f"{kind} {name!r} (registered by {registrar or 'an unknown module'})")
     return missing
 

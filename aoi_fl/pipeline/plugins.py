@@ -110,9 +110,15 @@ def load() -> tuple[ModuleType, ...]:
 
 def own_entry_points() -> list[EntryPoint]:
     """aoi_fl's entry points, read from :data:`OWN_ENTRY_POINTS` in the file's order."""
+    return entry_points_in(OWN_ENTRY_POINTS.read_text(), str(OWN_ENTRY_POINTS))
+
+
+def entry_points_in(text: str, source: str = "<text>") -> list[EntryPoint]:
+    """The entry points of ``text`` in the ``entry_points.txt`` format (INI: a section a group,
+    ``name = module:attr`` a point), in their order."""
     parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
     parser.optionxform = str  # names are case sensitive
-    parser.read_string(OWN_ENTRY_POINTS.read_text(), str(OWN_ENTRY_POINTS))
+    parser.read_string(text, source)
     return [
         EntryPoint(name, value, group)
         for group in parser.sections()
@@ -235,7 +241,9 @@ def _in(module: str, packages: Iterable[str]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
 
 
-def _registered_by_aoi_fl(kind: str, name: str) -> bool:
+def registered_by_aoi_fl(kind: str, name: str) -> bool:
+    """Whether aoi_fl or a paper package made the registration of ``name``, which every process
+    that loads the papers makes too."""
     # who registered the name, not where its factory is defined: a user may register a paper's
     # factory under a name of their own, which a worker's load() does not make
     return _in(registry.REGISTRARS.get((kind, name), ""), ("aoi_fl", *paper_packages()))
@@ -254,7 +262,7 @@ def shipped(
     for config in configs:
         for kind, section, table in _NAMED:
             name = _named(kind, config.get(section, {}))
-            if name is None or (kind, name) in out or _registered_by_aoi_fl(kind, name):
+            if name is None or (kind, name) in out or registered_by_aoi_fl(kind, name):
                 continue
             flags = {}
             if kind == "sampler":
