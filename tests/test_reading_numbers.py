@@ -4,7 +4,8 @@ A notebook's Markdown (its Reading above all) quotes numbers from the outputs th
 prints, and the README's findings quote the notebooks. When outputs change (more seeds cached, a
 fix), a quoted number can go stale without anything failing: an audit found five that had. Here
 every decimal number of a notebook's Markdown must be one its own outputs (or its code: the
-settings it passes) print, up to the rounding the text uses; the few that a notebook does not
+settings it passes) print, or the claims ledger prints in a row the notebook decides (notebook
+00, where a row's interval is), up to the rounding the text uses; the few that a notebook does not
 print (arithmetic in the sentence, a number of another notebook, a setting) are listed with the
 reason in ``unprinted_numbers.toml``, and a listed number that is printed now, or no longer
 stated, fails too, so that the list cannot go stale either. The README's findings must each be
@@ -102,6 +103,28 @@ def notebook_parts(path: Path) -> tuple[str, str]:
     return "\n".join(markdown), "\n".join(printed)
 
 
+#: the first word of a line of the ledger's tables in notebook 00: a row's key
+LEDGER_KEY = re.compile(r"^([a-z]+(?:\.[\w-]+)+)\s")
+
+
+def ledger_lines() -> dict[str, list[str]]:
+    """The lines notebook 00 prints of each notebook's rows of the claims ledger (each row's
+    line of the table names its notebook last; its other lines, e.g. its spread, start with
+    the same key)."""
+    _, printed = notebook_parts(ROOT / "notebooks" / "00_claims.ipynb")
+    names = {path.stem for path in NOTEBOOKS}
+    lines = printed.splitlines()
+    owner = {}
+    for line in lines:
+        if (key := LEDGER_KEY.match(line)) and line.split()[-1] in names:
+            owner[key.group(1)] = line.split()[-1]
+    rows: dict[str, list[str]] = {}
+    for line in lines:
+        if (key := LEDGER_KEY.match(line)) and key.group(1) in owner:
+            rows.setdefault(owner[key.group(1)], []).append(line)
+    return rows
+
+
 def unprinted_listed() -> dict[str, list[dict]]:
     entries = tomllib.loads(UNPRINTED.read_text())["unprinted"]
     listed: dict[str, list[dict]] = {}
@@ -157,7 +180,7 @@ def test_every_listed_number_names_a_notebook_and_why():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_a_notebooks_text_states_the_numbers_it_prints(path):
     markdown, printed = notebook_parts(path)
-    output = Printed(printed)
+    output = Printed("\n".join([printed, *ledger_lines().get(path.stem, [])]))
     unprinted = Counter(
         d for d, per_hundred in quoted_numbers(markdown) if not output.states(d, per_hundred)
     )
@@ -186,3 +209,12 @@ def test_every_number_of_the_readme_findings_is_a_notebooks():
     assert len(quoted) >= 100
     missing = [d for d, per_hundred in quoted if not stated.states(d, per_hundred)]
     assert not missing, f"the README's findings state {missing}, which no notebook prints or states"
+
+
+def test_a_notebooks_ledger_lines_are_those_of_its_rows():
+    rows = ledger_lines()
+    keys = {name: {line.split()[0] for line in lines} for name, lines in rows.items()}
+    assert {"aoi.thm1", "aoi.thm1.grid"} <= keys["01_markov_chain"]
+    assert "aoi.fig5.speedup.iid" in keys["05_mnist_accuracy"]
+    assert not keys["01_markov_chain"] & keys["05_mnist_accuracy"]
+    assert sum(map(len, keys.values())) >= 200  # nearly every row names its notebook
