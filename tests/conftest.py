@@ -11,9 +11,15 @@ import pytest
 from hypothesis import settings
 
 from aoi_fl.core import registry
+from aoi_fl.pipeline import plugins
 
 settings.register_profile("aoi-fl", derandomize=True, print_blob=True)
 settings.load_profile("aoi-fl")
+
+# Importing a method registers nothing (its policies are entry points), so a test that reads
+# the registries needs them loaded, whichever test file runs first or alone; loading is what a
+# user's program does too (plugins.load, or the pipeline's first lookup).
+plugins.load()
 
 
 @pytest.fixture
