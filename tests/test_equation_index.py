@@ -6,6 +6,7 @@ forgets the page would send them nowhere, so each `where` entry is imported here
 
 import importlib
 import re
+import types
 from pathlib import Path
 
 import pytest
@@ -115,7 +116,15 @@ def test_paper_tables_have_the_three_columns_and_enough_rows():
 @pytest.mark.parametrize("dotted", sorted(set(where_entries())))
 def test_where_entry_resolves(dotted):
     assert DOTTED.match(dotted), f"not a dotted aoi_fl path: {dotted!r}"
-    resolve(dotted)
+    obj = resolve(dotted)
+    # the module that implements it, not one that re-exports it: a function or class is
+    # defined in the module the entry names (a method, in the class named before it)
+    defined = getattr(obj, "__module__", None)
+    if isinstance(obj, (type, types.FunctionType)) and defined is not None:
+        owner = dotted.rsplit(".", 1)[0]
+        assert owner == defined or owner.startswith(defined + "."), (
+            f"{dotted} is defined in {defined}: name that module"
+        )
 
 
 def test_listed_notebooks_exist():
