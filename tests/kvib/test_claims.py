@@ -636,5 +636,5 @@ def test_committed_cache_rows():
 def test_an_early_speed_measure_of_a_short_run_gives_no_value():
     # a run of a few rounds (the smoke profile) has one evaluation in its first tenth: no area
     run = {"eval_round": np.array([0, 5, 10]), "test_accuracy": np.array([0.1, 0.5, 0.8])}
-    assert np.isnan(kc._horizon("test_accuracy", first_tenth=True)(run))
-    assert kc._horizon("test_accuracy")(run) == pytest.approx(0.475)
+    assert np.isnan(kr.horizon("test_accuracy", first_tenth=True)(run))
+    assert kr.horizon("test_accuracy")(run) == pytest.approx(0.475)

@@ -104,6 +104,14 @@ def test_smoke_runs_give_curves_and_a_table(tmp_path):
         assert row["final test accuracy"] == pytest.approx(
             np.mean([h["test_accuracy"][-1] for h in histories])
         )
+        # the speed measure: the mean height of the piecewise-linear test-loss curve
+        areas = []
+        for h in histories:
+            r, y = h["eval_round"], h["test_loss"]
+            steps = zip(r[:-1], r[1:], y[:-1], y[1:], strict=True)
+            area = sum((t1 - t0) * (y0 + y1) / 2 for t0, t1, y0, y1 in steps)
+            areas.append(area / (r[-1] - r[0]))
+        assert row["test loss, horizon mean"] == pytest.approx(np.mean(areas))
         reached = [r for r in (_first_reaching(h, target) for h in histories) if r is not None]
         assert row["seeds reaching it"] == len(reached)
         if reached:

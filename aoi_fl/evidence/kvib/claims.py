@@ -107,7 +107,7 @@ FIGURES = {
     "figure5": ("kvib.fig5.",),
 }
 #: the private names the tests read
-_horizon, _diverged_text = measures.horizon, measures.diverged_text
+_diverged_text = measures.diverged_text
 
 
 def _runs(profile: str, results_dir: str) -> measures.Runs:

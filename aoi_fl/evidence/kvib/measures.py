@@ -31,7 +31,6 @@ from aoi_fl.evidence.kvib.verdicts import (
 from aoi_fl.pipeline import paired, runs
 from aoi_fl.pipeline.claims import (
     combine_verdicts,
-    horizon_mean,
     interval_verdict,
     log_log_slope,
     rounds_to_level,
@@ -167,22 +166,6 @@ def paired_differences(values: dict[tuple, dict], ours: tuple, theirs: tuple) ->
     return [a[s] - b[s] for s in seeds]
 
 
-def horizon(key: str, *, first_tenth: bool = False) -> Callable[[dict], float]:
-    """The speed measure "area under the ``key`` curve / horizon" of a run
-    (:func:`aoi_fl.pipeline.claims.horizon_mean`) over all its evaluations, or over those of the
-    first tenth of the rounds; NaN (no value, so no verdict) where that holds fewer than two
-    evaluations, as in a run of a few rounds."""
-
-    def metric(r: dict) -> float:
-        rounds, values = r["eval_round"], r[key]
-        if first_tenth:
-            keep = rounds <= rounds[-1] // 10
-            rounds, values = rounds[keep], values[keep]
-        return horizon_mean(values, rounds) if len(rounds) >= 2 else float("nan")
-
-    return metric
-
-
 def _tenth(curve: np.ndarray) -> int:
     return max(1, curve.size // 10)
 
@@ -191,11 +174,11 @@ def _tenth(curve: np.ndarray) -> int:
 METRICS: dict[str, Callable[[dict], float]] = {
     "regret": lambda r: float(r["regret"][-1]),
     "variance": lambda r: float(r["variance"].mean()),
-    "loss": horizon("test_loss"),
+    "loss": kr.horizon("test_loss"),
     "early_variance": lambda r: float(r["variance"][: _tenth(r["variance"])].mean()),
     "late_accuracy": lambda r: float(r["test_accuracy"][-_tenth(r["test_accuracy"]) :].mean()),
-    "fig4.early": horizon("test_accuracy", first_tenth=True),
-    "fig4.whole": horizon("test_accuracy"),
+    "fig4.early": kr.horizon("test_accuracy", first_tenth=True),
+    "fig4.whole": kr.horizon("test_accuracy"),
 }
 
 

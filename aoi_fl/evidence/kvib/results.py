@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -223,6 +223,22 @@ def stacked(runs: Sequence[dict[str, np.ndarray]], key: str) -> np.ndarray:
     return np.stack([run[key] for run in runs])
 
 
+def horizon(key: str, *, first_tenth: bool = False) -> Callable[[dict], float]:
+    """The speed measure "area under the ``key`` curve / horizon" of a run
+    (:func:`aoi_fl.pipeline.claims.horizon_mean`) over all its evaluations, or over those of the
+    first tenth of the rounds; NaN (no value, so no verdict) where that holds fewer than two
+    evaluations, as in a run of a few rounds."""
+
+    def metric(r: dict) -> float:
+        rounds, values = r["eval_round"], r[key]
+        if first_tenth:
+            keep = rounds <= rounds[-1] // 10
+            rounds, values = rounds[keep], values[keep]
+        return shared_claims.horizon_mean(values, rounds) if len(rounds) >= 2 else float("nan")
+
+    return metric
+
+
 def summary_table(results: Sequence[Any], target: float | None = None):
     """Per setting (sampler, K, gamma scale), means over seeds (and the seed spread).
 
@@ -253,6 +269,7 @@ def summary_table(results: Sequence[Any], target: float | None = None):
             row["realised sq. error (mean)"] = stacked(runs, "squared_error").mean()
         accuracy = stacked(runs, "test_accuracy")
         row["final test loss"] = stacked(runs, "test_loss")[:, -1].mean()
+        row["test loss, horizon mean"] = np.mean([horizon("test_loss")(run) for run in runs])
         row["final test accuracy"] = accuracy[:, -1].mean()
         row["test accuracy, last 10%"] = accuracy[:, -max(1, accuracy.shape[1] // 10) :].mean()
         if target is not None:
