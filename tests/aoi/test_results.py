@@ -76,6 +76,14 @@ def test_paired_table_uses_the_paired_statistics_and_the_papers_claim():
         -6,
     )
     assert row["verdict"] == verdict(t, 6 / 45, relative_to=45).label == "held"
+    # the paper's 6 of 45 rounds scaled to our random mean: the value the verdict tests against
+    assert row["claimed difference"] == pytest.approx(-6 / 45 * 45)
+    later = runs_of("iid", "markov_optimal", fast) + runs_of(
+        "iid", "random", {s: r + 10 for s, r in slow.items()}
+    )
+    assert paired_table(later, 0.97, paper, "mnist").loc["iid", "claimed difference"] == (
+        pytest.approx(-6 / 45 * 55)
+    )
     # noniid: a run missed the target, so nothing is estimated; the paper gives no number
     row = table.loc["noniid"]
     assert (row["n"], row["reached"]) == (2, "1/2") and pd.isna(row["verdict"])

@@ -270,7 +270,9 @@ def paired_table(
     Columns: paired seeds ``n`` and how many pairs reached the target in both runs, mean and sd of
     R_fast - R_slow, its t and bootstrap intervals (:func:`paired_interval`), the relative
     speed-up (mean R_slow - mean R_fast) / mean R_slow, the paper's rounds for both policies and
-    their difference (``paper[(dataset, split)]``, NaN where it gives none), the minimum
+    their difference (``paper[(dataset, split)]``, NaN where it gives none), that difference as
+    the paper's relative speed-up at our scale (``claimed difference``, what the verdict tests
+    against: -(paper R_slow - paper R_fast) / paper R_slow x our mean R_slow), the minimum
     detectable effect at 80% power (:func:`minimum_detectable_effect`) and the verdict on the t
     interval (:func:`verdict`). The paper's claim is tested as a relative speed-up scaled to our
     mean R_slow, since rounds to target at another model or profile are not the paper's rounds.
@@ -320,7 +322,7 @@ def _paired_statistics(
     d: pd.DataFrame, fast: str, slow: str, level: float, paper_fast: float, paper_slow: float
 ) -> dict[str, Any]:
     pct = f"{level:.0%}"
-    columns = ["mean difference", "sd", f"t {pct} low", f"t {pct} high"]
+    columns = ["claimed difference", "mean difference", "sd", f"t {pct} low", f"t {pct} high"]
     columns += [f"bootstrap {pct} low", f"bootstrap {pct} high", "speed-up", "MDE (80% power)"]
     if len(d) < 2 or d["difference"].isna().any():
         return dict.fromkeys(columns, np.nan) | {"verdict": None}
@@ -329,8 +331,10 @@ def _paired_statistics(
     mean_slow = float(d[slow].mean())
     speedup = (mean_slow - float(d[fast].mean())) / mean_slow
     mde = minimum_detectable_effect(t.sd, t.n, level)
-    values = [t.mean, t.sd, t.low, t.high, boot.low, boot.high, speedup, mde]
     paper_speedup = (paper_slow - paper_fast) / paper_slow
+    # the paper's relative speed-up at our scale: the difference the verdict tests against
+    claimed = -paper_speedup * mean_slow
+    values = [claimed, t.mean, t.sd, t.low, t.high, boot.low, boot.high, speedup, mde]
     # NaN (no paper number) compares False, so no claim gives no verdict
     label = verdict(t, paper_speedup, mean_slow).label if paper_speedup > 0 else None
     return dict(zip(columns, values, strict=True)) | {"verdict": label}
