@@ -448,7 +448,8 @@ def _faster_with_smaller_delays(groups: dict, labels: Sequence[str], family: str
 
 def _p_grid(groups: dict, final) -> list:
     """Claim (iv)'s parts: the signed Spearman rho between p and FedSUM's final metrics over
-    the "p=..." patterns, per seed; held above :data:`P_GRID_RHO`, not held below 0."""
+    the "p=..." patterns, per seed; held above :data:`P_GRID_RHO`, not held below 0. The text
+    lists the final metric per p (mean over seeds)."""
     grid = sorted(
         (float(p[2:]), runs)
         for (p, a), runs in groups.items()
@@ -466,10 +467,14 @@ def _p_grid(groups: dict, final) -> list:
         ]
         # held: the interval above P_GRID_RHO; not held: below 0 (the wrong sign)
         verdict, text = _rho_verdict(rho, P_GRID_RHO)
+        listed = ", ".join(
+            f"p={p:g}: {np.mean([final(run, metric) for run in runs]):.5g}" for p, runs in grid
+        )
         out.append(
             _unless_diverged(
                 verdict,
-                f"{metric}: signed Spearman rho (claim: above {P_GRID_RHO:g}): {text}",
+                f"{metric} (final, mean over seeds: {listed}): signed Spearman rho (claim: "
+                f"above {P_GRID_RHO:g}): {text}",
                 [r for _, runs in grid for r in runs],
             )
         )
