@@ -112,6 +112,7 @@ class AgnosticFedAvg(FedAvg):
         super().__init__("weighted_sum", radius=radius, average=average)
 
     def aggregation_weights(self, updates: Any) -> np.ndarray:
+        """1/|S_t| for each active client, whatever its participation rate (Alg. 1 line 5)."""
         return np.full(updates.ids.size, 1.0 / max(updates.ids.size, 1))
 
     def config(self) -> dict:
@@ -167,6 +168,7 @@ class WeightedFedAvg(FedAvg):
         self.mean_total_weight = float(p.size * (p**2).sum())
 
     def aggregation_weights(self, updates: Any) -> np.ndarray:
+        """Eq. 10's weights (N/|S_t|) p_i of the active clients, scaled as ``normalise`` says."""
         if updates.ids.size and updates.ids.max() >= self.p.size:
             raise ValueError(f"client id {updates.ids.max()} has no weight in p ({self.p.size})")
         p_s = self.p[updates.ids]

@@ -310,6 +310,8 @@ class FedAvg(Algorithm):
     def local_step(
         self, params: Params, grads: Params, lr: float, state: dict[str, torch.Tensor]
     ) -> None:
+        """An SGD step, then the projection onto the ball of ``radius`` where one is set (the
+        agnostic FedAvg paper's Alg. 1 line 9)."""
         sgd_step(params, grads, lr, state)
         if self.radius is not None:
             project_onto_ball(params, self.radius)
@@ -340,6 +342,8 @@ class FedAvg(Algorithm):
         }
 
     def reported_params(self, global_params: Params) -> Params:
+        """With ``average``, the mean of the global models so far (the agnostic FedAvg paper's
+        Alg. 1 line 12); else the global model."""
         if not self.average or float(self._count) == 0:
             return global_params
         return {k: (s / self._count).to(global_params[k].dtype) for k, s in self._sum.items()}

@@ -7,7 +7,9 @@ round t (a_{i,t} = -1 before its first participation), and
     tau_max = max_{0 <= t < T} tau_t,   tau_avg = (1/T) sum_{t < T} tau_t
 
 (the FedSUM paper's eqs 2-4 and the unnumbered definitions after them, Sec. 2.2; every paper's
-policies are measured by them, so they live here). tau_t = 0 exactly when every client is active
+policies are measured by them, so they live here). The paper prints tau_max over 0 <= t <= T,
+one round past the trace {S_t}_{t=0}^{T-1} it defines, so the maximum here runs over the T rounds
+the trace has, as tau_avg's sum does. tau_t = 0 exactly when every client is active
 in round t; a client not yet seen counts t + 1. :class:`DelayTracker` computes them streaming
 (O(N) memory, O(|S_t| + N) per round, vectorised).
 """

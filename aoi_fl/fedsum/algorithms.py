@@ -70,15 +70,18 @@ class _FedSUMFamily(MeanGradientClient):
         return zeros64(global_params, "h")
 
     def client_end(self, updates: ClientUpdates, own: Params) -> tuple[Params, Params]:
+        """A client's upload delta_i = u_i - h_i and its new h_i = u_i (eqs 5-6; Alg. 1 lines
+        10-11, and Algs 2-3's)."""
         u = self.mean_gradients(updates)
         h = named(own, "h")
-        # delta_i = u_i - h_i and h_i <- u_i: Alg. 1 lines 10-11 (and Algs 2-3's)
         delta = {f"delta.{k}": v - h[k] for k, v in u.items()}
         return delta, {**own, **{f"h.{k}": v for k, v in u.items()}}
 
     def server_update(
         self, global_params: Params, updates: ClientUpdates, upload: Params
     ) -> Params:
+        """y <- y + sum_i delta_i over the active clients, then x <- x - eta_g eta_l K / N y
+        (Alg. 1 line 13, Alg. 2 line 14, Alg. 3 line 15; y = sum_i h_i, eq. 7)."""
         if updates.ids.size:
             steps = np.unique(updates.steps)
             if steps.tolist() != [self.local_steps]:
@@ -87,12 +90,13 @@ class _FedSUMFamily(MeanGradientClient):
                     f"took {steps.tolist()} steps; set TrainSettings.local_steps to "
                     f"{self.local_steps}"
                 )
-            for k, d in named(upload, "delta").items():  # y <- y + sum_i delta_i (line 13)
+            for k, d in named(upload, "delta").items():
                 self.y[k] += d.sum(dim=0)
         step = self.server_lr * updates.lr * self.local_steps / self.n
         return moved(global_params, self.y, -step)
 
     def server_state(self) -> dict[str, torch.Tensor]:
+        """y (eq. 7), the server's state a checkpoint keeps."""
         return {f"y.{k}": v for k, v in self.y.items()}
 
     def config(self) -> dict:
@@ -129,8 +133,9 @@ class FedSUM(_FedSUMFamily):
     def client_begin(
         self, t: int, lr: float, count: int, global_params: Params, sent: Params, own: Params
     ) -> tuple[Params, dict[str, torch.Tensor]]:
+        """Start from x^{(t)} with the correction term (eta_l/N) y_i of every local step,
+        y_i = y^{(t-1)} - h_i^{(t)} (eq. 9; Alg. 2 line 6)."""
         y, h = named(sent, "y"), named(own, "h")
-        # the step's correction term (eta_l/N) y_i, with y_i = y^{(t-1)} - h_i^{(t)} (eq. 9)
         correction = {k: (y[k] - h[k]) / self.n for k in h}
         return self.start_from_global(count, global_params, correction)
 
@@ -158,9 +163,11 @@ class FedSUMCR(FedSUM):
     def client_begin(
         self, t: int, lr: float, count: int, global_params: Params, sent: Params, own: Params
     ) -> tuple[Params, dict[str, torch.Tensor]]:
+        """Start from x^{(t)} with the correction (eta_l/N) y_i, y_i rebuilt from the model the
+        client last received and the rounds since: y_i = N (z_i - x) / (eta_g eta_l K (t - a_i))
+        - h_i (eq. 11; Alg. 3 line 6)."""
         h, z = named(own, "h"), named(own, "z")
         gap = (t - own["last"]).to(torch.float64)
-        # (eta_l/N) y_i with y_i from line 6: N (z_i - x) / (eta_g eta_l K (t - a_i)) - h_i
         coef = 1.0 / (self.server_lr * lr * self.local_steps * gap)
         correction = {}
         for k, x in global_params.items():
@@ -169,8 +176,9 @@ class FedSUMCR(FedSUM):
         return self.start_from_global(count, global_params, correction)
 
     def client_end(self, updates: ClientUpdates, own: Params) -> tuple[Params, Params]:
+        """FedSUM's upload and h_i, then z_i <- x^{(t)} (the model the client started from) and
+        a_i <- t (eq. 10; Alg. 3 line 12)."""
         delta, own = super().client_end(updates, own)
-        # z_i <- x^{(t)} (the model the client started from) and a_i <- t (line 12)
         z = {f"z.{k}": v.clone() for k, v in updates.start.items()}
         last = torch.full_like(own["last"], updates.t)
         return delta, {**own, **z, "last": last}

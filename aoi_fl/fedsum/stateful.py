@@ -130,6 +130,9 @@ class MeanGradientClient(Algorithm):
     def local_step(
         self, params: Params, grads: Params, lr: float, state: dict[str, torch.Tensor]
     ) -> None:
+        """x <- x - eta_l (s g + c) with s = :attr:`gradient_scale` and c the round's correction,
+        the gradient also summed for the upload (FedSUM and FedSUM-CR: s = 1/N and c = y_i / N,
+        Algs 2-3 line 9)."""
         for k, p in params.items():
             g = grads[k]
             state[f"grad_sum.{k}"].add_(g)

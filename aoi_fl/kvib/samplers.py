@@ -143,6 +143,8 @@ class UnbiasedSampler(SeededSampler):
         return counts[ids] * lam[ids] / p[ids]
 
     def feedback(self, ids: np.ndarray, values: np.ndarray) -> None:
+        """The drawn clients' feedback (their update norms): pi_i = lambda_i ||g_i|| (Secs 5.1
+        and 6), handed to :meth:`_observe`; G, the feedback scale, is set from the first."""
         ids = np.asarray(ids, dtype=np.int64)
         values = np.asarray(values, dtype=float)
         if ids.shape != values.shape or not np.array_equal(ids, np.flatnonzero(self._last_counts)):
@@ -338,10 +340,13 @@ class KVib(_MixedFTRL):
         return self.gamma_scale * self.G**2 * self.n / (self.k * self.theta)
 
     def probabilities(self) -> np.ndarray:
+        """The FTRL solution on the ISP polytope (eqs 10-11, :func:`optimal_isp_probabilities`),
+        mixed with uniform K/N by theta (eq. 12)."""
         p = optimal_isp_probabilities(self._scores(self.gamma), self.k)
         return (1 - self.theta) * p + self.theta * self.k / self.n
 
     def _observe(self, ids: np.ndarray, pi: np.ndarray, counts: np.ndarray, p: np.ndarray) -> None:
+        """omega_i <- omega_i + pi_i^2 / p_i for the drawn clients (Alg. 2's last line)."""
         self._omega[ids] += pi**2 / p
 
     def config(self) -> dict:
