@@ -17,7 +17,8 @@ Both readings are supported; the ``epochs`` panel keeps the second as a sensitiv
 sampler, mini-batches drawn from (seed, round, client)), so within a seed the policies of a panel
 see the same partition, initial model and mini-batch streams and differ only in the selection.
 
-Panels (:data:`PANELS`, per profile; ``paper`` differs from ``cpu`` only in seeds and horizons):
+Panels (:data:`PANELS`, per profile; for the main panels ``paper`` differs from ``cpu`` only in
+seeds and horizons, and its ``epochs`` and ``fashion`` panels use the paper's CNN):
 
 - ``main``: Figs 5-7 at the paper's settings: 100 clients, 15 per round, m' = 10, "CNN as in
   McMahan et al." (1,663,370 parameters on MNIST), K = 5 local steps of batch 50, lr 0.1 *

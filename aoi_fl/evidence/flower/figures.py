@@ -121,9 +121,9 @@ def plot_selections_side_by_side(pairs: Pairs, n: int, m: int) -> Figure:
 def algorithms_base(n: int, rounds: int, seed: int = 0) -> dict[str, Any]:
     """The configuration :func:`algorithms_in_flower` varies: MNIST, IID over ``n`` clients,
     logistic regression (a check of the machinery: the convolution's cost adds nothing to it),
-    each client taking part with probability 0.3 per round (FedSUM's P1: clients miss rounds,
-    some rounds are empty, so every method's state must persist), K = 5 local steps of batch
-    50, one client at a time."""
+    each client taking part with probability 0.3 per round (as FedSUM's P2, Case 2: clients
+    miss rounds, some rounds are empty, so every method's state must persist), K = 5 local steps
+    of batch 50, one client at a time."""
     from aoi_fl.flower.simulation import mnist_config
 
     config = mnist_config({"name": "bernoulli", "p": 0.3, "seed": seed}, n, rounds, seed)
