@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 from aoi_fl.core.validation import require_choice
 from aoi_fl.pipeline.executors import EXECUTOR_VAR, EXECUTORS
+from aoi_fl.pipeline.profiles import ENV_VAR as PROFILE_VAR
 from aoi_fl.pipeline.profiles import PROFILES, traits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -173,6 +174,8 @@ def select(only: str) -> list[Path]:
 # aoi_fl.core.device.DEVICE_VAR, a module that imports PyTorch: named here so that an unset
 # DEVICE is checked without loading it
 DEVICE_VAR = "AOI_FL_DEVICE"
+#: likewise aoi_fl.pipeline.batching.BATCH_VAR, the batch cap every notebook's grids read
+BATCH_VAR = "AOI_FL_BATCH"
 
 
 def check_selection(only: str) -> None:
@@ -185,6 +188,14 @@ def check_selection(only: str) -> None:
 
 def check_executor(name: str) -> None:
     require_choice("executor", name, EXECUTORS)
+
+
+def check_batch(value: str) -> None:
+    """run_grid's own reading of ``$AOI_FL_BATCH`` (``batching.batch_cap``), run here."""
+    # the batching module loads PyTorch: only when the variable is set
+    from aoi_fl.pipeline.batching import batch_cap
+
+    batch_cap(None)
 
 
 def check_device(name: str) -> None:
@@ -218,6 +229,9 @@ def variable_problems(args: argparse.Namespace) -> list[str]:
     for name, env, check in (
         ("EXECUTOR", EXECUTOR_VAR, check_executor),
         ("DEVICE", DEVICE_VAR, check_device),
+        # the environment's overrides every notebook reads: a bad one would fail each notebook
+        (PROFILE_VAR, PROFILE_VAR, lambda v: require_choice(PROFILE_VAR, v, PROFILES)),
+        (BATCH_VAR, BATCH_VAR, check_batch),
     ):
         # unset or empty: the default (local, auto), as the kernels read it
         if os.environ.get(env):

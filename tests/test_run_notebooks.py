@@ -361,11 +361,26 @@ def test_a_gpu_the_machine_lacks_is_refused_naming_those_it_has(monkeypatch, cap
 def test_every_unusable_variable_is_named_at_once(monkeypatch, capsys, nothing_runs):
     monkeypatch.setenv("AOI_FL_EXECUTOR", "dask")
     monkeypatch.setenv("AOI_FL_DEVICE", "gpu")
+    # the overrides every notebook reads: each would fail every notebook, writing their
+    # partial outputs into notebooks/ (found by a probe: --check used to pass them)
+    monkeypatch.setenv("AOI_FL_PROFILE", "bogus")
+    monkeypatch.setenv("AOI_FL_BATCH", "abc")
     argv = ["run_notebooks.py", "--profile", "fast", "--only", "x", "--rerun", "yes"]
     monkeypatch.setattr(sys, "argv", argv)
     assert runner.main() == 2
-    named = [line.split("=")[0].strip() for line in capsys.readouterr().err.splitlines()[1:]]
-    assert named == ["PROFILE", "NB", "RERUN", "EXECUTOR", "DEVICE"]
+    lines = capsys.readouterr().err.splitlines()[1:]
+    named = [line.split("=")[0].strip() for line in lines]
+    assert named == [
+        "PROFILE",
+        "NB",
+        "RERUN",
+        "EXECUTOR",
+        "DEVICE",
+        "AOI_FL_PROFILE",
+        "AOI_FL_BATCH",
+    ]
+    assert lines[5].endswith("unknown AOI_FL_PROFILE 'bogus'; valid: cpu, paper, smoke")
+    assert "AOI_FL_BATCH='abc': must be a whole number of runs per batch" in lines[6]
 
 
 def test_usable_variables_pass_the_check_and_nothing_runs(monkeypatch, capsys, nothing_runs):
@@ -381,10 +396,11 @@ def test_the_check_reads_what_the_library_accepts():
     # the runner reads run_grid's executors from the source, without importing it (seconds):
     # the two must agree, as must the variables the kernels read
     from aoi_fl.core import device
-    from aoi_fl.pipeline import runs
+    from aoi_fl.pipeline import batching, runs
 
     assert runner.EXECUTORS == runs.EXECUTORS
     assert (runner.DEVICE_VAR, runner.EXECUTOR_VAR) == (device.DEVICE_VAR, runs.EXECUTOR_VAR)
+    assert runner.BATCH_VAR == batching.BATCH_VAR
 
 
 def test_refusing_a_variable_loads_neither_papermill_nor_pytorch():
