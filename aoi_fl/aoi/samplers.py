@@ -428,6 +428,8 @@ def make_sampler(
     pi_0 = m/n); otherwise ``family`` names the calibrated family.
     """
     policy = require_choice("policy", policy, POLICIES)
+    # checked for every policy, though only Policy 4 reads it: a configuration names it anyway
+    family = require_choice("family", family, markov.FAMILIES)
     n, m = require_n_m(n, m)
     m_prime = require_int("m_prime", m_prime, minimum=1)
     sizes = np.ones(n) if sizes is None else require_sizes("sizes", sizes)

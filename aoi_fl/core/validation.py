@@ -55,6 +55,25 @@ def require_real(
     return value
 
 
+def require_bool(name: str, value: Any) -> bool:
+    """Return ``value`` if it is True or False, or raise naming ``name``: a string such as
+    ``"no"`` would otherwise count as true."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    return bool(value)
+
+
+def require_folder(name: str, value: Any) -> str:
+    """Return ``value`` as a path string if it names a folder or nothing yet, or raise naming
+    ``name`` (a file there, or not a path at all)."""
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        raise TypeError(f"{name} must be a folder path, got {value!r} ({type(value).__name__})")
+    path = os.fspath(value)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"{name}={path!r} is a file; it must be a folder (or not exist yet)")
+    return path
+
+
 @functools.cache
 def physical_memory() -> int:
     """This machine's physical memory in bytes: the limit of :func:`require_memory`."""

@@ -82,6 +82,8 @@ class Bernoulli(SeededSampler):
 
     @staticmethod
     def _check_p(n: int, p: Any) -> np.ndarray:
+        if np.asarray(p).dtype.kind not in "iuf":  # "0.5" would convert silently
+            raise TypeError(f"p must be a probability or one per client (numbers), got {p!r}")
         arr = np.atleast_1d(np.asarray(p, dtype=float))
         if arr.size == 1:
             arr = np.full(n, arr[0])

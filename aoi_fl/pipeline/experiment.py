@@ -18,10 +18,16 @@ import torch
 
 from aoi_fl.core import registry
 from aoi_fl.core.batch import RunBatch
-from aoi_fl.core.device import requested_device
+from aoi_fl.core.device import requested_device, resolve_device
 from aoi_fl.core.models import build_model
 from aoi_fl.core.train import FederatedTrainer, rounds_to_target
-from aoi_fl.core.validation import renamed, require_int
+from aoi_fl.core.validation import (
+    renamed,
+    require_bool,
+    require_folder,
+    require_int,
+    require_real,
+)
 from aoi_fl.pipeline import plugins
 from aoi_fl.pipeline.cache import CheckpointStore, ResultStore, config_key
 from aoi_fl.pipeline.parts import (
@@ -135,12 +141,14 @@ def run_experiment(
     run = RunConfig.parse(config)
     resolved = run.canonical()
     device = run.device if device is None else requested_device(device)
+    results_dir = require_folder("results_dir", results_dir)
+    rerun, progress = require_bool("rerun", rerun), require_bool("progress", progress)
     checkpoint_every = require_int("checkpoint_every", checkpoint_every, minimum=1)
-    if not checkpoint_seconds >= 0:
-        raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
+    checkpoint_seconds = require_real("checkpoint_seconds", checkpoint_seconds, minimum=0.0)
     results = ResultStore(results_dir)
     if not rerun and (hit := results.load(resolved)) is not None:
         return result_from_cache(resolved, hit)
+    resolve_device(device)  # a GPU that is not there, refused before the data load
     require_writable(results_dir)
     trainer, checkpoints = _resumed_trainer(run, results_dir, rerun, data_root, device)
     history = trainer.run(

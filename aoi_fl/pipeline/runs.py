@@ -19,13 +19,20 @@ import dataclasses
 import multiprocessing as mp
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
-from aoi_fl.core.device import requested_device
+from aoi_fl.core.device import requested_device, resolve_device
 from aoi_fl.core.models import build_model
-from aoi_fl.core.validation import renamed, require_choice, require_int, require_real
+from aoi_fl.core.validation import (
+    renamed,
+    require_bool,
+    require_choice,
+    require_folder,
+    require_int,
+    require_real,
+)
 from aoi_fl.pipeline import batching, plugins
 from aoi_fl.pipeline.cache import ResultStore, config_key
 from aoi_fl.pipeline.executors import EXECUTOR_VAR, EXECUTORS
@@ -90,9 +97,9 @@ def cached_results(
     For looking at a grid while it is still being computed (over several sittings); nothing
     is trained.
     """
-    store = ResultStore(results_dir)
+    store = ResultStore(require_folder("results_dir", results_dir))
     found, missing = [], 0
-    for config in configs:
+    for config in _configurations(configs):
         resolved = resolve_config(config)
         if (hit := store.load(resolved)) is None:
             missing += 1
@@ -150,9 +157,14 @@ def run_grid(
     with every unfinished run checkpointed, and :class:`DeadlineReached` says how many runs
     are left (the finished ones are stored and passed to ``on_result``).
     """
-    executor = executor or os.environ.get(EXECUTOR_VAR) or "local"
+    if executor is None:
+        executor = os.environ.get(EXECUTOR_VAR) or "local"
     require_choice("executor", executor, EXECUTORS)
+    results_dir = require_folder("results_dir", results_dir)
+    rerun, progress = require_bool("rerun", rerun), require_bool("progress", progress)
     workers, threads = _options(workers, threads, batch, deadline)
+    on_ray = executor == "ray"
+    _check_callers(on_result, on_ray, ray_address, deadline)
     runs, devices = _checked(configs, device)
     found = _Found(runs, results_dir, on_result)
     configs = found.configs
@@ -160,9 +172,10 @@ def run_grid(
     hits = {i: hit for i, hit in loaded.items() if hit is not None}
     todo = [i for i in range(len(configs)) if i not in hits]
     if todo:
+        for name in sorted({str(devices[i]) for i in todo if devices[i] is not None}):
+            resolve_device(name)  # a GPU that is not there, refused before anything trains
         require_writable(results_dir)
     # what other processes need of the user's registrations, refused here if they cannot have it
-    on_ray = executor == "ray"
     apart = bool(todo) and (on_ray or workers > 1)
     shipped = plugins.shipped((configs[i] for i in todo), by_value=on_ray) if apart else ()
     for i, hit in hits.items():
@@ -171,8 +184,6 @@ def run_grid(
         address = ray_address or os.environ.get("RAY_ADDRESS") or "local"
         _train_on_ray(found, todo, devices, shipped, data_root, address, workers, threads, progress)
         return found.ordered()
-    if deadline is not None and on_ray:
-        raise ValueError("deadline needs executor='local' (Ray tasks train whole runs)")
     jobs = _Jobs(todo, devices, shipped, rerun, data_root, threads if workers > 1 else None, batch)
     if left := _train_here(found, jobs, workers, deadline, progress):
         raise DeadlineReached(
@@ -196,12 +207,47 @@ def _options(
     return workers, threads
 
 
+#: 2001-09-09 in seconds since the epoch: a deadline before it was meant as a duration
+_EPOCH_2001 = 1e9
+
+
+def _check_callers(on_result: Any, on_ray: bool, ray_address: Any, deadline: float | None) -> None:
+    """The grid's other arguments checked before any configuration is read: the callback, the
+    Ray address and the deadline (local only, and a moment, not a duration)."""
+    if on_result is not None and not callable(on_result):
+        raise TypeError(f"on_result must be a function (i, result) or None, got {on_result!r}")
+    if ray_address is not None and (not isinstance(ray_address, str) or not ray_address):
+        raise ValueError(
+            f"ray_address must be 'local', 'auto' or a cluster address, got {ray_address!r}"
+        )
+    if deadline is not None:
+        if on_ray:
+            raise ValueError("deadline needs executor='local' (Ray tasks train whole runs)")
+        if deadline < _EPOCH_2001:  # a duration or a zero, not a moment: nothing would train
+            raise ValueError(
+                f"deadline={deadline!r} is before 2001; it is a time in seconds since the epoch "
+                "(time.time() + seconds), not a duration"
+            )
+
+
+def _configurations(configs: Any) -> list[Any]:
+    """``configs`` as a list, refusing one configuration passed alone (a dict)."""
+    if isinstance(configs, Mapping) or isinstance(configs, RunConfig):
+        raise TypeError("configs must be a list of configurations, got one: pass [config]")
+    try:
+        return list(configs)
+    except TypeError:
+        raise TypeError(
+            f"configs must be a list of configurations, got {configs!r} ({type(configs).__name__})"
+        ) from None
+
+
 def _checked(
     configs: Iterable[dict[str, Any]], device: str | None
 ) -> tuple[list[RunConfig], list[str | None]]:
     """The runs, each configuration resolved once and every one before any trains, and the
     device of each."""
-    runs = [RunConfig.parse(c) for c in configs]
+    runs = [RunConfig.parse(c) for c in _configurations(configs)]
     devices = [run.device if device is None else requested_device(device) for run in runs]
     return runs, devices
 

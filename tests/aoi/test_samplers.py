@@ -502,3 +502,11 @@ def test_large_n_runs():
     sampler = make_sampler("markov_optimal", n=n, m=n * 15 // 100, seed=9)
     sizes = [len(sampler.sample()) for _ in range(10)]
     assert all(abs(s - 30_000) < 5 * np.sqrt(n * 0.15 * 0.85) for s in sizes)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_an_unknown_family_is_refused_for_every_policy(policy):
+    # only Policy 4 reads it, but a configuration may name it for any policy (it is part of the
+    # cache key): a typo must not pass as a different run
+    with pytest.raises(ValueError, match=r"unknown family 'bogus'; valid: "):
+        make_sampler(policy, n=10, m=2, m_prime=3, family="bogus")

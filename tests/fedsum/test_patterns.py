@@ -274,3 +274,10 @@ def test_markov_bound_is_sure_for_a_deterministic_age_and_holds_in_simulation():
 def test_delay_errors_name_the_problem(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize("p", ["0.5", ["0.5"] * 4, None])
+def test_bernoulli_p_must_be_numbers(p):
+    # np.asarray("0.5", dtype=float) is 0.5: a string would pass unseen
+    with pytest.raises(TypeError, match=r"p must be a probability or one per client \(numbers\)"):
+        Bernoulli(4, p)

@@ -783,6 +783,70 @@ def test_threads_below_one_are_refused_before_any_run(nothing_runs):
         runs.run_grid([TINY], results_dir=results_dir, data_root=data_root, threads=0, workers=2)
 
 
+@pytest.mark.parametrize(
+    "options, error, message",
+    [
+        ({"rerun": "no"}, TypeError, r"rerun must be True or False, got 'no' \(str\)"),
+        ({"progress": 1}, TypeError, r"progress must be True or False, got 1 \(int\)"),
+        ({"executor": ""}, ValueError, r"unknown executor ''"),
+        ({"on_result": 5}, TypeError, r"on_result must be a function \(i, result\) or None, got 5"),
+        ({"ray_address": 5}, ValueError, r"ray_address must be 'local', 'auto' or a cluster"),
+        ({"deadline": 3600.0}, ValueError, r"deadline=3600.0 is before 2001; it is a time in "),
+        (
+            {"deadline": 4e9, "executor": "ray"},
+            ValueError,
+            r"deadline needs executor='local'",
+        ),
+        ({"results_dir": None}, TypeError, r"results_dir must be a folder path, got None"),
+    ],
+)
+def test_the_grids_own_arguments_are_refused_before_any_run(nothing_runs, options, error, message):
+    # found by probing: "no" counted as rerun=True, a callback failed after the first run was
+    # stored, a duration given as the deadline stopped the grid with nothing trained
+    results_dir, data_root = nothing_runs
+    kwargs = {"results_dir": results_dir, "data_root": data_root, "progress": False, **options}
+    with pytest.raises(error, match=message):
+        runs.run_grid([TINY], **kwargs)
+
+
+def test_configurations_must_come_as_a_list(nothing_runs):
+    results_dir, data_root = nothing_runs
+    with pytest.raises(TypeError, match=r"configs must be a list of configurations, got one: "):
+        runs.run_grid(TINY, results_dir=results_dir, data_root=data_root)
+    with pytest.raises(TypeError, match=r"configs must be a list of configurations, got None"):
+        runs.run_grid(None, results_dir=results_dir, data_root=data_root)
+
+
+def test_run_experiments_own_arguments_are_refused_before_any_run(nothing_runs, tmp_path):
+    results_dir, data_root = nothing_runs
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for options, error, message in [
+        ({"rerun": "no"}, TypeError, r"rerun must be True or False, got 'no'"),
+        ({"checkpoint_seconds": "30"}, TypeError, r"checkpoint_seconds must be a real number"),
+        ({"results_dir": str(afile)}, ValueError, r"results_dir='.*afile' is a file; it must"),
+    ]:
+        kwargs = {"results_dir": results_dir, "data_root": data_root, "progress": False, **options}
+        with pytest.raises(error, match=message):
+            runs.run_experiment(TINY, **kwargs)
+    with pytest.raises(ValueError, match=r"results_dir='.*afile' is a file"):
+        runs.cached_results([TINY], results_dir=str(afile))
+
+
+def test_a_gpu_the_machine_lacks_is_refused_before_the_data_loads(nothing_runs, monkeypatch):
+    # it used to be found when the trainer was built, after the data had loaded (and in a grid
+    # after the other batches had trained)
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    results_dir, data_root = nothing_runs
+    gpu = changed(TINY, "training.device", "cuda")
+    with pytest.raises(ValueError, match=r"device 'cuda' was requested but this machine has no"):
+        runs.run_grid([TINY, gpu], results_dir=results_dir, data_root=data_root, progress=False)
+    with pytest.raises(ValueError, match=r"device 'cuda' was requested but this machine has no"):
+        runs.run_experiment(TINY, results_dir=results_dir, data_root=data_root, device="cuda")
+
+
 LOGNORMAL = {"name": "lognormal_dirichlet", "n_clients": 10, "seed": 0, "alpha": 0.5}
 
 
