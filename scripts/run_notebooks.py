@@ -9,7 +9,8 @@ byte-identical, whether the results were recomputed or read from the cache.
 The kernels run with NumPy's and SciPy's CPU-dependent code paths pinned
 (:func:`pin_numeric_code_paths`), so that another x86-64 machine computes the same last bits.
 
-The variables of ``make figures`` (``PROFILE``, ``NB``, ``RERUN``, ``DEVICE``, ``EXECUTOR``) are
+The variables of ``make figures`` (``PROFILE``, ``NB``, ``RERUN``, ``DEVICE``, ``EXECUTOR``) and
+the environment's overrides every notebook reads (``$AOI_FL_PROFILE``, ``$AOI_FL_BATCH``) are
 checked before any notebook runs (:func:`variable_problems`); a notebook that fails does not stop
 the others, and the run ends with every failure named (exit status 1).
 """
@@ -233,7 +234,7 @@ def variable_problems(args: argparse.Namespace) -> list[str]:
         (PROFILE_VAR, PROFILE_VAR, lambda v: require_choice(PROFILE_VAR, v, PROFILES)),
         (BATCH_VAR, BATCH_VAR, check_batch),
     ):
-        # unset or empty: the default (local, auto), as the kernels read it
+        # unset or empty: the default (local, auto, the notebook's profile, the memory rule)
         if os.environ.get(env):
             checks.append((name, f"${env}", os.environ[env], check))
     problems = []

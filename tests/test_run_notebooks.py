@@ -274,7 +274,8 @@ def nothing_runs(monkeypatch, kernel_env):
 
     monkeypatch.setattr(papermill, "execute_notebook", never)
     monkeypatch.setattr(runner, "execute", never)
-    for name in (runner.DEVICE_VAR, runner.EXECUTOR_VAR):
+    # make test exports AOI_FL_PROFILE=smoke; the user's shell may export any of them
+    for name in (runner.DEVICE_VAR, runner.EXECUTOR_VAR, runner.PROFILE_VAR, runner.BATCH_VAR):
         monkeypatch.delenv(name, raising=False)
 
 

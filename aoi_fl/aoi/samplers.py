@@ -264,7 +264,8 @@ class MarkovSampler(SeededSampler):
         """One round of the age chains (eq. 4): client i selects itself with probability
         p_{age_i}, then its age resets to 0 or grows by 1; with ``available``, an unavailable
         client is not selected and its age grows. A round where nobody selects itself selects one
-        client drawn uniformly, with weight 1 (Theorem 5, eq. 32)."""
+        client drawn uniformly (among the available ones; none if nobody is), with weight 1
+        (Theorem 5, eq. 32)."""
         available = check_available(available, self.n)
         t = self.round
         if t >= _NEVER - 1:

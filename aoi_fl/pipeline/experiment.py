@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import copy
+import numbers
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -26,7 +27,6 @@ from aoi_fl.core.validation import (
     require_bool,
     require_folder,
     require_int,
-    require_real,
 )
 from aoi_fl.pipeline import plugins
 from aoi_fl.pipeline.cache import CheckpointStore, ResultStore, config_key
@@ -144,7 +144,13 @@ def run_experiment(
     results_dir = require_folder("results_dir", results_dir)
     rerun, progress = require_bool("rerun", rerun), require_bool("progress", progress)
     checkpoint_every = require_int("checkpoint_every", checkpoint_every, minimum=1)
-    checkpoint_seconds = require_real("checkpoint_seconds", checkpoint_seconds, minimum=0.0)
+    if isinstance(checkpoint_seconds, bool) or not isinstance(checkpoint_seconds, numbers.Real):
+        raise TypeError(
+            f"checkpoint_seconds must be a number of seconds, got {checkpoint_seconds!r} "
+            f"({type(checkpoint_seconds).__name__})"
+        )
+    if not checkpoint_seconds >= 0:  # inf: checkpoints by the round count alone
+        raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
     results = ResultStore(results_dir)
     if not rerun and (hit := results.load(resolved)) is not None:
         return result_from_cache(resolved, hit)

@@ -100,7 +100,7 @@ def cached_results(
     store = ResultStore(require_folder("results_dir", results_dir))
     found, missing = [], 0
     for config in _configurations(configs):
-        resolved = resolve_config(config)
+        resolved = RunConfig.parse(config).canonical()
         if (hit := store.load(resolved)) is None:
             missing += 1
         else:
@@ -172,8 +172,9 @@ def run_grid(
     hits = {i: hit for i, hit in loaded.items() if hit is not None}
     todo = [i for i in range(len(configs)) if i not in hits]
     if todo:
-        for name in sorted({str(devices[i]) for i in todo if devices[i] is not None}):
-            resolve_device(name)  # a GPU that is not there, refused before anything trains
+        if not on_ray:  # a Ray cluster's GPUs are its own (ray_grid checks a local node's)
+            for name in {devices[i] for i in todo}:
+                resolve_device(name)  # a GPU that is not there, refused before anything trains
         require_writable(results_dir)
     # what other processes need of the user's registrations, refused here if they cannot have it
     apart = bool(todo) and (on_ray or workers > 1)

@@ -800,9 +800,12 @@ def test_threads_below_one_are_refused_before_any_run(nothing_runs):
         ({"results_dir": None}, TypeError, r"results_dir must be a folder path, got None"),
     ],
 )
-def test_the_grids_own_arguments_are_refused_before_any_run(nothing_runs, options, error, message):
+def test_the_grids_own_arguments_are_refused_before_any_run(
+    nothing_runs, monkeypatch, options, error, message
+):
     # found by probing: "no" counted as rerun=True, a callback failed after the first run was
     # stored, a duration given as the deadline stopped the grid with nothing trained
+    monkeypatch.delenv("AOI_FL_EXECUTOR", raising=False)  # make test EXECUTOR=ray exports it
     results_dir, data_root = nothing_runs
     kwargs = {"results_dir": results_dir, "data_root": data_root, "progress": False, **options}
     with pytest.raises(error, match=message):
@@ -823,7 +826,7 @@ def test_run_experiments_own_arguments_are_refused_before_any_run(nothing_runs, 
     afile.write_text("")
     for options, error, message in [
         ({"rerun": "no"}, TypeError, r"rerun must be True or False, got 'no'"),
-        ({"checkpoint_seconds": "30"}, TypeError, r"checkpoint_seconds must be a real number"),
+        ({"checkpoint_seconds": "30"}, TypeError, r"checkpoint_seconds must be a number of seco"),
         ({"results_dir": str(afile)}, ValueError, r"results_dir='.*afile' is a file; it must"),
     ]:
         kwargs = {"results_dir": results_dir, "data_root": data_root, "progress": False, **options}
@@ -839,12 +842,23 @@ def test_a_gpu_the_machine_lacks_is_refused_before_the_data_loads(nothing_runs, 
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv("AOI_FL_EXECUTOR", raising=False)
     results_dir, data_root = nothing_runs
     gpu = changed(TINY, "training.device", "cuda")
     with pytest.raises(ValueError, match=r"device 'cuda' was requested but this machine has no"):
         runs.run_grid([TINY, gpu], results_dir=results_dir, data_root=data_root, progress=False)
     with pytest.raises(ValueError, match=r"device 'cuda' was requested but this machine has no"):
         runs.run_experiment(TINY, results_dir=results_dir, data_root=data_root, device="cuda")
+    # a configuration that names no device trains on $AOI_FL_DEVICE's: checked as early
+    monkeypatch.setenv("AOI_FL_DEVICE", "cuda")
+    with pytest.raises(ValueError, match=r"device 'cuda' was requested but this machine has no"):
+        runs.run_grid([TINY], results_dir=results_dir, data_root=data_root, progress=False)
+    # on Ray the cluster's GPUs count, not this machine's: nothing is refused here
+    trained = []
+    monkeypatch.setattr(runs, "_train_on_ray", lambda found, todo, *a: trained.extend(todo))
+    monkeypatch.setattr(runs._Found, "ordered", lambda self: [])
+    runs.run_grid([gpu], results_dir=results_dir, executor="ray", ray_address="auto")
+    assert trained == [0]
 
 
 LOGNORMAL = {"name": "lognormal_dirichlet", "n_clients": 10, "seed": 0, "alpha": 0.5}

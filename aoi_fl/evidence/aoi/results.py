@@ -333,7 +333,7 @@ def _paired_statistics(
     mde = minimum_detectable_effect(t.sd, t.n, level)
     paper_speedup = (paper_slow - paper_fast) / paper_slow
     # the paper's relative speed-up at our scale: the difference the verdict tests against
-    claimed = -paper_speedup * mean_slow
+    claimed = -paper_speedup * mean_slow if paper_speedup > 0 else np.nan
     values = [claimed, t.mean, t.sd, t.low, t.high, boot.low, boot.high, speedup, mde]
     # NaN (no paper number) compares False, so no claim gives no verdict
     label = verdict(t, paper_speedup, mean_slow).label if paper_speedup > 0 else None

@@ -208,7 +208,7 @@ def claim_i(table: pd.DataFrame, summaries: Sequence[Any]) -> None:
         print(f"\n{metric}:")
         print_table(fr.head_to_head(table, metric, ["fedsum", "fedsum_cr"], fx.BASELINES))
     rounds = table["rounds to threshold"].unstack("algorithm")
-    print("\nrounds to the threshold, mean over seeds (NaN: not reached):")
+    print("\nrounds to the threshold, mean over the seeds that reach it (NaN: none does):")
     print_table(rounds[list(fx.MAIN_ALGORITHMS)], "{:.1f}")
     print("\ntraining loss ratio over the last two evaluations (smaller: still falling faster):")
     ratio = fr.late_loss_ratio(fr.group(summaries), fx.MAIN_PATTERNS, fx.MAIN_ALGORITHMS)

@@ -246,10 +246,11 @@ def summary_table(results: Sequence[Any], target: float | None = None):
     first tenth of the rounds (the regret of the first rounds, when the feedback is largest,
     dominates the total), the ratio of the final regret to that of uniform probabilities on
     the same runs' feedback, the mean over rounds of the
-    closed-form variance (eq. 2) and of the realised squared error, the final test loss and
-    accuracy, the accuracy averaged over the last tenth of the evaluations and, with ``target``,
-    the first round whose test accuracy reaches it (mean and standard deviation over the seeds
-    that reach it, and how many do).
+    closed-form variance (eq. 2) and of the realised squared error, the final test loss, the
+    test loss averaged over the horizon (:func:`horizon`: the speed measure of the claims), the
+    final accuracy, the accuracy averaged over the last tenth of the evaluations and, with
+    ``target``, the first round whose test accuracy reaches it (mean and standard deviation over
+    the seeds that reach it, and how many do).
     """
     import pandas as pd
 
