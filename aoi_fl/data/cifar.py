@@ -104,13 +104,12 @@ def _field(entry: dict[str, object], key: str, path: Path) -> object:
     return entry[key]
 
 
-def _load_cifar(
-    name: str, root: str | os.PathLike, train: bool, verify: bool
-) -> tuple[torch.Tensor, torch.Tensor]:
+def require_cifar_files(name: str, root: str | os.PathLike = "data", train: bool = True) -> None:
+    """Raise, saying how to provide them, if the files of a CIFAR split are not under ``root``
+    (their presence only: :func:`load_cifar10` and :func:`load_cifar100` check their digests)."""
     spec = _CIFAR[name]
     folder = Path(root) / spec.tv_class.base_folder
-    files = _cifar_files(spec, train)
-    missing = [f for f, _ in files if not (folder / f).is_file()]
+    missing = [f for f, _ in _cifar_files(spec, train) if not (folder / f).is_file()]
     if missing:
         raise DataError(
             f"{spec.title} is not available under {root}: {folder} lacks {', '.join(missing)}. "
@@ -119,6 +118,15 @@ def _load_cifar(
             f"unpack it into {root} (creating {folder}), or run `python -m aoi_fl.data "
             f"fetch-cifar --name {name} --root {root}` where the internet is reachable."
         )
+
+
+def _load_cifar(
+    name: str, root: str | os.PathLike, train: bool, verify: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    spec = _CIFAR[name]
+    folder = Path(root) / spec.tv_class.base_folder
+    files = _cifar_files(spec, train)
+    require_cifar_files(name, root, train)
     if verify:
         for f, md5 in files:
             if (digest := _digest(folder / f, "md5")) != md5:

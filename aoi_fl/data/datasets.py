@@ -24,7 +24,14 @@ import torch
 from aoi_fl.core.seeding import generator
 from aoi_fl.core.tensors import TensorSplit
 from aoi_fl.core.validation import require_choice, require_int, require_memory
-from aoi_fl.data.cifar import _CIFAR, cifar_available, fetch_cifar, load_cifar10, load_cifar100
+from aoi_fl.data.cifar import (
+    _CIFAR,
+    cifar_available,
+    fetch_cifar,
+    load_cifar10,
+    load_cifar100,
+    require_cifar_files,
+)
 from aoi_fl.data.fashion_mnist import (
     FASHION_MNIST_DEBIAN_DIR,
     FASHION_MNIST_DEBIAN_PACKAGE,
@@ -216,6 +223,20 @@ def load_dataset(
         return _bundle(name, load_mnist if name == "mnist" else load_fashion_mnist, root, limits)
     load = load_cifar10 if name == "cifar10" else load_cifar100
     return _bundle(name, load, root, limits, verify=verify)
+
+
+def require_dataset_files(name: str, root: str | os.PathLike = "data") -> None:
+    """Raise, saying how to provide them, if the files dataset ``name`` reads are not under
+    ``root`` (MNIST and Fashion-MNIST against their digests, CIFAR's presence); a generated
+    dataset reads none. A grid asks before it trains anything, so that a missing dataset is not
+    found after the runs of another one have trained."""
+    if name == "mnist":
+        verify_mnist(root)
+    elif name == "fashion_mnist":
+        verify_fashion_mnist(root)
+    elif name in ("cifar10", "cifar100"):
+        for train in (True, False):
+            require_cifar_files(name, root, train)
 
 
 def synthetic_cifar_options(num_classes: int, n_train: int, n_test: int) -> tuple[int, int, int]:

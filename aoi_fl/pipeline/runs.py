@@ -33,6 +33,7 @@ from aoi_fl.core.validation import (
     require_int,
     require_real,
 )
+from aoi_fl.data.datasets import require_dataset_files
 from aoi_fl.pipeline import batching, plugins
 from aoi_fl.pipeline.cache import ResultStore, config_key
 from aoi_fl.pipeline.executors import EXECUTOR_VAR, EXECUTORS
@@ -172,9 +173,11 @@ def run_grid(
     hits = {i: hit for i, hit in loaded.items() if hit is not None}
     todo = [i for i in range(len(configs)) if i not in hits]
     if todo:
-        if not on_ray:  # a Ray cluster's GPUs are its own (ray_grid checks a local node's)
+        if not on_ray:  # a Ray cluster's GPUs and data are its own
             for name in {devices[i] for i in todo}:
                 resolve_device(name)  # a GPU that is not there, refused before anything trains
+            for name in sorted({configs[i]["dataset"]["name"] for i in todo}):
+                require_dataset_files(name, data_root)  # not found after another's runs
         require_writable(results_dir)
     # what other processes need of the user's registrations, refused here if they cannot have it
     apart = bool(todo) and (on_ray or workers > 1)

@@ -861,6 +861,15 @@ def test_a_gpu_the_machine_lacks_is_refused_before_the_data_loads(nothing_runs, 
     assert trained == [0]
 
 
+def test_a_missing_dataset_is_refused_before_any_run_of_the_grid_trains(nothing_runs):
+    # a grid used to find it when its batch loaded, after other datasets' runs had trained
+    from aoi_fl.data.files import DataError
+
+    results_dir, data_root = nothing_runs
+    with pytest.raises(DataError, match=r"MNIST"):
+        runs.run_grid([TINY, MNIST], results_dir=results_dir, data_root=data_root, progress=False)
+
+
 LOGNORMAL = {"name": "lognormal_dirichlet", "n_clients": 10, "seed": 0, "alpha": 0.5}
 
 
