@@ -236,7 +236,7 @@ def _check_callers(on_result: Any, on_ray: bool, ray_address: Any, deadline: flo
 
 def _configurations(configs: Any) -> list[Any]:
     """``configs`` as a list, refusing one configuration passed alone (a dict)."""
-    if isinstance(configs, Mapping) or isinstance(configs, RunConfig):
+    if isinstance(configs, (Mapping, RunConfig)):
         raise TypeError("configs must be a list of configurations, got one: pass [config]")
     try:
         return list(configs)
