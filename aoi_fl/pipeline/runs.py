@@ -172,13 +172,7 @@ def run_grid(
     loaded = {} if rerun else {i: found.store.load(c) for i, c in enumerate(configs)}
     hits = {i: hit for i, hit in loaded.items() if hit is not None}
     todo = [i for i in range(len(configs)) if i not in hits]
-    if todo:
-        if not on_ray:  # a Ray cluster's GPUs and data are its own
-            for name in {devices[i] for i in todo}:
-                resolve_device(name)  # a GPU that is not there, refused before anything trains
-            for name in sorted({configs[i]["dataset"]["name"] for i in todo}):
-                require_dataset_files(name, data_root)  # not found after another's runs
-        require_writable(results_dir)
+    _check_missing(found, todo, devices, on_ray, data_root)
     # what other processes need of the user's registrations, refused here if they cannot have it
     apart = bool(todo) and (on_ray or workers > 1)
     shipped = plugins.shipped((configs[i] for i in todo), by_value=on_ray) if apart else ()
@@ -232,6 +226,23 @@ def _check_callers(on_result: Any, on_ray: bool, ray_address: Any, deadline: flo
                 f"deadline={deadline!r} is before 2001; it is a time in seconds since the epoch "
                 "(time.time() + seconds), not a duration"
             )
+
+
+def _check_missing(
+    found: _Found, todo: list[int], devices: list[str | None], on_ray: bool, data_root: str
+) -> None:
+    """Refuse, before any of the missing runs ``todo`` trains, what one of them would fail on
+    later, after others had trained: a results folder that cannot take them, a device or a
+    dataset that is not there (a Ray cluster's GPUs and data are its own)."""
+    if not todo:
+        return
+    require_writable(found.results_dir)
+    if on_ray:
+        return
+    for name in {devices[i] for i in todo}:
+        resolve_device(name)
+    for name in sorted({found.configs[i]["dataset"]["name"] for i in todo}):
+        require_dataset_files(name, data_root)
 
 
 def _configurations(configs: Any) -> list[Any]:
