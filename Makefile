@@ -36,6 +36,8 @@ TEST_JOBS ?= 2
 TEST_THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 # JupyterLab will not start as root without this flag, and containers usually run as root
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+# what runs apt-get as root: nothing added for root (env), else sudo; empty where neither is
+AS_ROOT ?= $(if $(filter 0,$(shell id -u)),env,$(shell command -v sudo 2>/dev/null))
 export PYTHONHASHSEED := 0
 ifneq ($(DEVICE),)
 export AOI_FL_DEVICE := $(DEVICE)
@@ -54,12 +56,13 @@ all: figures
 
 venv: $(VENV)/.installed
 
-# the entry points' file too: the installed metadata lists the papers' samplers from it
-$(VENV)/.installed: pyproject.toml aoi_fl/entry_points.txt
+# the entry points' file too: the installed metadata lists the papers' samplers from it;
+# constraints.txt holds what the pins pull in to the versions the tests passed with
+$(VENV)/.installed: pyproject.toml aoi_fl/entry_points.txt constraints.txt
 	@$(MAKE) --no-print-directory check-python
 	$(PYTHON3) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[flower,ray,dev]'
+	$(PY) -m pip install --quiet --upgrade pip -c constraints.txt
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[flower,ray,dev]'
 	touch $@
 
 # before pip stops with a requires-python error deep inside the install: say what to do
@@ -71,10 +74,15 @@ check-python:
 	  echo "or use conda: conda env create -f environment.yml. Only 3.11 is tested (README)." >&2; \
 	  exit 1; }
 
-# always data/: the notebooks read ../data
+# always data/: the notebooks read ../data. Fashion-MNIST comes from a Debian package: where a
+# fresh machine's package lists are empty, they are updated (as root) and the fetch tried again
 data: venv
 	$(PY) -m aoi_fl.data fetch-mnist --root data
-	$(PY) -m aoi_fl.data fetch-fashion-mnist --root data
+	@echo "$(PY) -m aoi_fl.data fetch-fashion-mnist --root data"; \
+	$(PY) -m aoi_fl.data fetch-fashion-mnist --root data || { \
+	  [ -n "$(AS_ROOT)" ] && command -v apt-get >/dev/null 2>&1 || exit 1; \
+	  echo "updating the package lists (apt-get update) and fetching Fashion-MNIST again"; \
+	  $(AS_ROOT) apt-get update -q && $(PY) -m aoi_fl.data fetch-fashion-mnist --root data; }
 
 # the variables are checked before the data step (seconds to start even with the data there), so
 # that a mistyped one is refused at once; "=" keeps an empty value an argument (PROFILE= is refused)
@@ -127,14 +135,13 @@ report: venv
 browser:
 	@if command -v chromium >/dev/null 2>&1 && [ -x /usr/bin/chromedriver ]; then exit 0; fi; \
 	pkgs="chromium chromium-driver"; \
-	if [ "$$(id -u)" = 0 ]; then sudo=""; \
-	elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; \
-	else echo "The report check needs Chromium and its driver: install the Debian packages" >&2; \
+	if [ -z "$(AS_ROOT)" ]; then \
+	  echo "The report check needs Chromium and its driver: install the Debian packages" >&2; \
 	  echo "'$$pkgs' (apt-get install $$pkgs) as root, then run make again." >&2; exit 1; fi; \
 	echo "installing $$pkgs with apt-get (once)"; \
-	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$pkgs \
-	  || { $$sudo apt-get update -q && \
-	       $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$pkgs; }
+	$(AS_ROOT) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$pkgs \
+	  || { $(AS_ROOT) apt-get update -q && \
+	       $(AS_ROOT) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$pkgs; }
 
 # the site in a real browser: every page and link, no console errors, no broken images
 report-check: report browser

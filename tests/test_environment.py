@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from aoi_fl.core import seeding
@@ -73,6 +74,43 @@ def test_installed_distributions_are_the_pinned_versions():
             f"{name}: pinned {pinned}, installed {installed}"
         )
         assert Version(installed).public == Version(pinned).public
+
+
+def pins_from_constraints() -> dict[str, str]:
+    """constraints.txt: every distribution of the built .venv, ``name==version`` a line."""
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            requirement = Requirement(line)
+            (spec,) = requirement.specifier
+            assert spec.operator == "==", line
+            pins[canonicalize_name(requirement.name)] = spec.version
+    return pins
+
+
+def test_constraints_hold_every_pin_at_its_version():
+    # a pin edited in pyproject.toml without the constraints regenerated would make pip refuse
+    # the install (two versions asked for), or leave the old one in force
+    constraints = pins_from_constraints()
+    for name, pinned in pins_from_pyproject().items():
+        assert constraints.get(canonicalize_name(name)) == pinned, name
+    for extra in ("flower", "ray"):
+        for dep in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+            "optional-dependencies"
+        ][extra]:
+            requirement = Requirement(dep)
+            assert constraints[canonicalize_name(requirement.name)] in requirement.specifier
+
+
+def test_installed_distributions_are_the_constrained_versions():
+    # the install honoured constraints.txt (make passes it to pip), and the constraints are
+    # not stale: every distribution here (but the project itself) is listed, at its version
+    constraints = pins_from_constraints()
+    installed = {
+        canonicalize_name(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()
+    }
+    installed.pop("aoi-fl")
+    assert {n: v for n, v in installed.items() if constraints.get(n) != v} == {}
 
 
 def test_installed_project_metadata_matches_pyproject():

@@ -138,3 +138,45 @@ def test_figures_refuses_a_bad_variable_before_fetching_anything():
     ]
     # bug: the data step (seconds) and notebooks 01-04 ran before a bad EXECUTOR was reported
     assert "fetch-mnist" not in done.stdout + done.stderr
+
+
+def _fake_fetcher(tmp_path: Path) -> Path:
+    # fetches MNIST; fails Fashion-MNIST once (empty package lists), then succeeds
+    path = tmp_path / "python"
+    path.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> {tmp_path}/calls\n'
+        'case "$*" in *fetch-fashion-mnist*)\n'
+        f"  [ -e {tmp_path}/updated ] && exit 0; echo 'package not found' >&2; exit 100;;\n"
+        "esac\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.skipif(shutil.which("apt-get") is None, reason="needs apt-get")
+@pytest.mark.parametrize("can_root", [True, False])
+def test_data_updates_empty_package_lists_once_and_fetches_again(tmp_path, can_root):
+    # a fresh machine: apt-get download fails until `apt-get update` has run (as root)
+    as_root = tmp_path / "as_root"
+    as_root.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/root\ntouch {tmp_path}/updated\n')
+    as_root.chmod(0o755)
+    done = make(
+        *AS_BUILT,
+        "data",
+        f"PY={_fake_fetcher(tmp_path)}",
+        f"AS_ROOT={as_root if can_root else ''}",
+    )
+    fetches = (tmp_path / "calls").read_text().splitlines()
+    if can_root:
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "root").read_text() == "apt-get update -q\n"
+        assert fetches == [
+            "-m aoi_fl.data fetch-mnist --root data",
+            "-m aoi_fl.data fetch-fashion-mnist --root data",
+            "-m aoi_fl.data fetch-fashion-mnist --root data",
+        ]
+    else:  # no root: the fetcher's own message stands, nothing is retried
+        assert done.returncode != 0
+        assert "package not found" in done.stderr
+        assert not (tmp_path / "root").exists() and len(fetches) == 2

