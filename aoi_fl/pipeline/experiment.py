@@ -29,7 +29,7 @@ from aoi_fl.core.validation import (
     require_int,
 )
 from aoi_fl.pipeline import plugins
-from aoi_fl.pipeline.cache import CheckpointStore, ResultStore, config_key
+from aoi_fl.pipeline.cache import CheckpointStore, ResultStore
 from aoi_fl.pipeline.parts import (
     availability_model,
     built,
@@ -89,12 +89,13 @@ class ExperimentResult:
         return rounds_to_target(h["test_accuracy"], target, rounds=h["eval_round"])
 
 
-def result_from_cache(resolved: dict, hit: tuple[dict, dict[str, np.ndarray]]) -> ExperimentResult:
+def result_from_cache(run: RunConfig, hit: tuple[dict, dict[str, np.ndarray]]) -> ExperimentResult:
+    """The result of ``run`` from its cache entry ``hit`` (its key was computed when it was
+    parsed)."""
     result, arrays = hit
-    key = config_key(resolved)
     return ExperimentResult(
-        key,
-        resolved,
+        run.key,
+        run.canonical(),
         result["history"],
         arrays,
         result["sampler"],
@@ -153,14 +154,14 @@ def run_experiment(
         raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
     results = ResultStore(results_dir)
     if not rerun and (hit := results.load(resolved)) is not None:
-        return result_from_cache(resolved, hit)
+        return result_from_cache(run, hit)
     resolve_device(device)  # a GPU that is not there, refused before the data load
     require_writable(results_dir)
     trainer, checkpoints = _resumed_trainer(run, results_dir, rerun, data_root, device)
     history = trainer.run(
         progress=progress, on_round=_checkpointer(checkpoints, checkpoint_every, checkpoint_seconds)
     )
-    return _stored(resolved, trainer, history, results, checkpoints)
+    return _stored(run, trainer, history, results, checkpoints)
 
 
 def _resumed_trainer(
@@ -202,13 +203,14 @@ def _checkpointer(
 
 
 def _stored(
-    resolved: dict,
+    run: RunConfig,
     trainer: FederatedTrainer,
     history: dict,
     results: ResultStore,
     checkpoints: CheckpointStore,
 ) -> ExperimentResult:
     """Store a finished run in the cache, clear its checkpoints, and return it."""
+    resolved = run.canonical()
     final = {k: v.cpu().numpy() for k, v in trainer.reported_params().items()}
     sampler = trainer.sampler.config()
     result = {
@@ -225,7 +227,7 @@ def _stored(
         final = {}  # as a later cache hit gives it
     checkpoints.clear()
     return ExperimentResult(
-        config_key(resolved),
+        run.key,
         resolved,
         copy.deepcopy(history),
         final,
@@ -260,7 +262,7 @@ def run_batch(
     savers = [_checkpointer(checkpoints, 5, 30.0) for _, checkpoints in started]
 
     def finish(i: int, trainer: FederatedTrainer) -> None:
-        _stored(runs[i].canonical(), trainer, trainer.history, results, started[i][1])
+        _stored(runs[i], trainer, trainer.history, results, started[i][1])
         if on_stored is not None:
             on_stored(i)
 

@@ -101,11 +101,11 @@ def cached_results(
     store = ResultStore(require_folder("results_dir", results_dir))
     found, missing = [], 0
     for config in _configurations(configs):
-        resolved = RunConfig.parse(config).canonical()
-        if (hit := store.load(resolved)) is None:
+        run = RunConfig.parse(config)
+        if (hit := store.load(run.canonical())) is None:
             missing += 1
         else:
-            found.append(result_from_cache(resolved, hit))
+            found.append(result_from_cache(run, hit))
     return found, missing
 
 
@@ -292,7 +292,7 @@ class _Found:
                 f"but cannot be read back from {self.results_dir}; rerun the grid to recompute it"
             )
         self.results[i] = dataclasses.replace(
-            result_from_cache(self.configs[i], hit), cached=not trained
+            result_from_cache(self.runs[i], hit), cached=not trained
         )
         if self.on_result is not None:
             self.on_result(i, self.results[i])

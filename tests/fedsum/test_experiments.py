@@ -182,11 +182,11 @@ def test_run_planned_keeps_the_summaries_of_runs_finished_before_a_failure(tmp_p
     real_store = experiment._stored
     second = runs.resolve_config(planned[1].config)
 
-    def second_run_fails(config, *args):
+    def second_run_fails(run, *args):
         # the two runs train in one batch: the second is interrupted as it is stored
-        if config == second:
+        if run.canonical() == second:
             raise KeyboardInterrupt("interrupted")
-        return real_store(config, *args)
+        return real_store(run, *args)
 
     monkeypatch.setattr(experiment, "_stored", second_run_fails)
     with pytest.raises(KeyboardInterrupt):
