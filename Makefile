@@ -74,13 +74,14 @@ check-python:
 	  echo "or use conda: conda env create -f environment.yml. Only 3.11 is tested (README)." >&2; \
 	  exit 1; }
 
-# always data/: the notebooks read ../data. Fashion-MNIST comes from a Debian package: where a
-# fresh machine's package lists are empty, they are updated (as root) and the fetch tried again
+# always data/: the notebooks read ../data. Fashion-MNIST comes from a Debian package: where
+# apt-get does not list it (exit status 3: a fresh machine's empty package lists), the lists are
+# updated, as root, and the fetch tried again; any other failure stands as it is
 data: venv
 	$(PY) -m aoi_fl.data fetch-mnist --root data
 	@echo "$(PY) -m aoi_fl.data fetch-fashion-mnist --root data"; \
-	$(PY) -m aoi_fl.data fetch-fashion-mnist --root data || { \
-	  [ -n "$(AS_ROOT)" ] && command -v apt-get >/dev/null 2>&1 || exit 1; \
+	$(PY) -m aoi_fl.data fetch-fashion-mnist --root data || { status=$$?; \
+	  [ $$status = 3 ] && [ -n "$(AS_ROOT)" ] || exit $$status; \
 	  echo "updating the package lists (apt-get update) and fetching Fashion-MNIST again"; \
 	  $(AS_ROOT) apt-get update -q && $(PY) -m aoi_fl.data fetch-fashion-mnist --root data; }
 

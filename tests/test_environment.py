@@ -102,15 +102,52 @@ def test_constraints_hold_every_pin_at_its_version():
             assert constraints[canonicalize_name(requirement.name)] in requirement.specifier
 
 
+def test_make_and_conda_both_install_with_the_constraints():
+    makefile = (ROOT / "Makefile").read_text()
+    installs = [line for line in makefile.splitlines() if "pip install" in line]
+    assert installs and all("-c constraints.txt" in line for line in installs), installs
+    environment = (ROOT / "environment.yml").read_text().splitlines()
+    assert "- -c constraints.txt" in [line.strip() for line in environment]
+
+
+def installed_closure(project: str, extras: set[str]) -> dict[str, str]:
+    """Name -> installed version of every distribution ``project[extras]`` requires, directly
+    or through another (markers evaluated here): what its install resolved, and nothing else
+    of the environment (a conda base's own tools, setuptools' vendored packages)."""
+    found: dict[str, str] = {}
+    todo = [(project, frozenset(extras))]
+    seen = set()
+    while todo:
+        name, wanted = todo.pop()
+        if (name := canonicalize_name(name), wanted) in seen:
+            continue
+        seen.add((name, wanted))
+        dist = importlib.metadata.distribution(name)
+        found[name] = dist.version
+        for line in dist.requires or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or any(
+                requirement.marker.evaluate({"extra": extra}) for extra in {"", *wanted}
+            ):
+                todo.append((requirement.name, frozenset(requirement.extras)))
+    return found
+
+
 def test_installed_distributions_are_the_constrained_versions():
-    # the install honoured constraints.txt (make passes it to pip), and the constraints are
-    # not stale: every distribution here (but the project itself) is listed, at its version
+    # the install honoured constraints.txt (make passes it to pip) and the constraints are not
+    # stale: everything aoi-fl[flower,ray,dev] pulls in is listed, at the installed version
+    # ("==2.14.1" admits a local build "2.14.1+cpu"), and nothing else is listed but pip
     constraints = pins_from_constraints()
-    installed = {
-        canonicalize_name(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()
+    installed = installed_closure("aoi-fl", {"flower", "ray", "dev"})
+    del installed["aoi-fl"]
+    off = {
+        name: (version, constraints.get(name))
+        for name, version in installed.items()
+        if name not in constraints
+        or not Requirement(f"{name}=={constraints[name]}").specifier.contains(version)
     }
-    installed.pop("aoi-fl")
-    assert {n: v for n, v in installed.items() if constraints.get(n) != v} == {}
+    assert off == {}, "installed version, constraint"
+    assert set(constraints) - set(installed) == {"pip"}
 
 
 def test_installed_project_metadata_matches_pyproject():

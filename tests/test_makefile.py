@@ -140,43 +140,55 @@ def test_figures_refuses_a_bad_variable_before_fetching_anything():
     assert "fetch-mnist" not in done.stdout + done.stderr
 
 
-def _fake_fetcher(tmp_path: Path) -> Path:
-    # fetches MNIST; fails Fashion-MNIST once (empty package lists), then succeeds
+def _fake_fetcher(tmp_path: Path, failure: int) -> Path:
+    # fetches MNIST; fails Fashion-MNIST with ``failure`` until the package lists are updated
     path = tmp_path / "python"
     path.write_text(
         "#!/bin/sh\n"
         f'echo "$*" >> {tmp_path}/calls\n'
         'case "$*" in *fetch-fashion-mnist*)\n'
-        f"  [ -e {tmp_path}/updated ] && exit 0; echo 'package not found' >&2; exit 100;;\n"
+        f"  [ -e {tmp_path}/updated ] && exit 0; echo 'fetch failed' >&2; exit {failure};;\n"
         "esac\n"
     )
     path.chmod(0o755)
     return path
 
 
-@pytest.mark.skipif(shutil.which("apt-get") is None, reason="needs apt-get")
-@pytest.mark.parametrize("can_root", [True, False])
-def test_data_updates_empty_package_lists_once_and_fetches_again(tmp_path, can_root):
-    # a fresh machine: apt-get download fails until `apt-get update` has run (as root)
+@pytest.mark.parametrize(
+    "failure, can_root, updated",
+    [(3, True, True), (3, False, False), (1, True, False)],
+    ids=["unlisted-as-root", "unlisted-no-root", "another-failure"],
+)
+def test_data_updates_the_package_lists_only_where_apt_does_not_list_the_package(
+    tmp_path, failure, can_root, updated
+):
+    # exit status 3: apt-get does not list the package (a fresh machine's empty lists), which
+    # `apt-get update` as root mends; any other failure, or no root, stands with its status
     as_root = tmp_path / "as_root"
     as_root.write_text(f'#!/bin/sh\necho "$*" >> {tmp_path}/root\ntouch {tmp_path}/updated\n')
     as_root.chmod(0o755)
     done = make(
         *AS_BUILT,
         "data",
-        f"PY={_fake_fetcher(tmp_path)}",
+        f"PY={_fake_fetcher(tmp_path, failure)}",
         f"AS_ROOT={as_root if can_root else ''}",
     )
     fetches = (tmp_path / "calls").read_text().splitlines()
-    if can_root:
+    assert fetches[:2] == [
+        "-m aoi_fl.data fetch-mnist --root data",
+        "-m aoi_fl.data fetch-fashion-mnist --root data",
+    ]
+    if updated:
         assert done.returncode == 0, done.stderr
         assert (tmp_path / "root").read_text() == "apt-get update -q\n"
-        assert fetches == [
-            "-m aoi_fl.data fetch-mnist --root data",
-            "-m aoi_fl.data fetch-fashion-mnist --root data",
-            "-m aoi_fl.data fetch-fashion-mnist --root data",
-        ]
-    else:  # no root: the fetcher's own message stands, nothing is retried
+        assert fetches[2:] == ["-m aoi_fl.data fetch-fashion-mnist --root data"]
+    else:
         assert done.returncode != 0
-        assert "package not found" in done.stderr
+        assert f"data] Error {failure}" in done.stderr  # the fetcher's own status
         assert not (tmp_path / "root").exists() and len(fetches) == 2
+
+
+def test_as_root_is_nothing_added_for_root_else_sudo():
+    done = make("--eval", 'print-as-root: ; @echo "[$(AS_ROOT)]"', "print-as-root")
+    expected = "env" if os.getuid() == 0 else (shutil.which("sudo") or "")
+    assert done.stdout == f"[{expected}]\n", done.stderr

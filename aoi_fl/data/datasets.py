@@ -43,7 +43,7 @@ from aoi_fl.data.fashion_mnist import (
     load_fashion_mnist,
     verify_fashion_mnist,
 )
-from aoi_fl.data.files import DataError
+from aoi_fl.data.files import DataError, PackageNotListed
 from aoi_fl.data.mnist import (
     MNIST_FILES,
     MNIST_NPM_PACKAGE,
@@ -73,6 +73,7 @@ __all__ = [
     "TRAIN_SAMPLES",
     "DataError",
     "DatasetBundle",
+    "PackageNotListed",
     "cifar_available",
     "client_tensors",
     "fashion_mnist_available",
@@ -331,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = fetch_cifar(args.name, args.root)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return exc.EXIT_STATUS if isinstance(exc, PackageNotListed) else 1
     except OSError as exc:  # a folder that became unwritable while fetching
         print(f"error: --root {args.root!r}: {exc}", file=sys.stderr)
         return 1

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 import torchvision
 
-from aoi_fl.data.files import DataError, _run
+from aoi_fl.data.files import DataError, PackageNotListed, _run
 from aoi_fl.data.idx import (
     _fetch_idx,
     _idx_problems,
@@ -103,11 +103,16 @@ def _unpack_debian_package(tmp: Path) -> Path:
             f"Debian package {FASHION_MNIST_DEBIAN_PACKAGE} (Debian or Ubuntu). On a machine "
             "with internet access use `--source torchvision`."
         )
-    _run(
-        [apt_get, "download", FASHION_MNIST_DEBIAN_PACKAGE],
-        cwd=tmp,
-        hint="\n(if the package is not found, run `apt-get update` first)",
-    )
+    try:  # apt's messages in English, whatever the user's language
+        _run([apt_get, "download", FASHION_MNIST_DEBIAN_PACKAGE], cwd=tmp, env={"LC_ALL": "C"})
+    except DataError as exc:
+        if "Unable to locate package" not in str(exc):
+            raise
+        raise PackageNotListed(
+            f"{exc}\n(apt-get does not list {FASHION_MNIST_DEBIAN_PACKAGE}: run `apt-get update` "
+            "as root first, as `make data` does, or on a system that is not Debian's use "
+            "`--source torchvision` where the internet is reachable)"
+        ) from None
     debs = list(tmp.glob("*.deb"))
     if len(debs) != 1:
         raise DataError(

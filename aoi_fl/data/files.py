@@ -14,6 +14,14 @@ class DataError(RuntimeError):
     """A dataset is missing, incomplete or does not match its pinned checksums."""
 
 
+class PackageNotListed(DataError):
+    """``apt-get`` does not know a dataset's Debian package: the package lists are empty or
+    stale (a fresh machine), or the system is not Debian's."""
+
+    #: the fetch commands' exit status for it, so that ``make data`` updates the lists only then
+    EXIT_STATUS = 3
+
+
 def _digest(path: Path, algorithm: str) -> str:
     h = hashlib.new(algorithm)
     with open(path, "rb") as f:
@@ -22,13 +30,25 @@ def _digest(path: Path, algorithm: str) -> str:
     return h.hexdigest()
 
 
-def _run(cmd: Sequence[str], cwd: Path, hint: str = "") -> None:
-    done = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, check=False)
+def _run(
+    cmd: Sequence[str], cwd: Path, hint: str = "", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in ``cwd`` (``env``: variables set beside the current ones); raise
+    :class:`DataError` with its error output and ``hint`` if it fails."""
+    done = subprocess.run(
+        list(cmd),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=None if env is None else {**os.environ, **env},
+    )
     if done.returncode != 0:
         raise DataError(
             f"`{' '.join(cmd)}` failed with exit code {done.returncode}:\n{done.stderr[-2000:]}"
             + hint
         )
+    return done
 
 
 def _writable_folder(folder: Path, root: str | os.PathLike) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -137,14 +137,17 @@ class RunConfig:
     """One run's configuration, checked and resolved once (:meth:`parse`).
 
     ``text`` is the resolved configuration as canonical JSON (what the cache stores), ``key``
-    its cache key, ``device`` the device its ``training.device`` names (None: not named; where
-    a run trains is not part of its key). Frozen and made of strings: it is the same in a worker
-    process or a Ray task as here.
+    its cache key (computed from ``text`` here, never given), ``device`` the device its
+    ``training.device`` names (None: not named; where a run trains is not part of its key).
+    Frozen and made of strings: it is the same in a worker process or a Ray task as here.
     """
 
     text: str
-    key: str
     device: str | None = None
+    key: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", config_key(json.loads(self.text)))
 
     @classmethod
     def parse(cls, config: Mapping[str, Any] | RunConfig) -> RunConfig:
@@ -152,7 +155,7 @@ class RunConfig:
         if isinstance(config, RunConfig):
             return config
         resolved = resolve_config(config)
-        return cls(canonical_json(resolved), config_key(resolved), config_device(config))
+        return cls(canonical_json(resolved), config_device(config))
 
     def canonical(self) -> dict[str, Any]:
         """The resolved configuration (a new dict at each call: this one cannot change)."""

@@ -232,17 +232,17 @@ def _check_missing(
     found: _Found, todo: list[int], devices: list[str | None], on_ray: bool, data_root: str
 ) -> None:
     """Refuse, before any of the missing runs ``todo`` trains, what one of them would fail on
-    later, after others had trained: a results folder that cannot take them, a device or a
-    dataset that is not there (a Ray cluster's GPUs and data are its own)."""
+    later, after others had trained: a device or a dataset that is not here (a Ray cluster's
+    GPUs and data are its own), then a results folder that cannot take them (the one check
+    that creates the folder, so a refused grid leaves none)."""
     if not todo:
         return
+    if not on_ray:
+        for name in {devices[i] for i in todo}:
+            resolve_device(name)
+        for name in sorted({found.configs[i]["dataset"]["name"] for i in todo}):
+            require_dataset_files(name, data_root)
     require_writable(found.results_dir)
-    if on_ray:
-        return
-    for name in {devices[i] for i in todo}:
-        resolve_device(name)
-    for name in sorted({found.configs[i]["dataset"]["name"] for i in todo}):
-        require_dataset_files(name, data_root)
 
 
 def _configurations(configs: Any) -> list[Any]:

