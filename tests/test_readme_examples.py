@@ -56,7 +56,7 @@ def run_python(code: str) -> str:
 
 
 def test_the_readme_shows_the_examples_run_here():
-    assert len(BLOCKS) == 7
+    assert len(BLOCKS) == 8
 
 
 @pytest.mark.slow
@@ -74,6 +74,19 @@ def test_the_training_example_and_its_availability_sections_are_valid_configurat
 
 def test_the_theory_example_runs():
     run_python(example("import numpy as np"))
+
+
+def test_the_make_policy_example_runs():
+    # K-Vib's draws are independent, m in expectation: 400 rounds' mean within 5 standard errors
+    check = textwrap.dedent(
+        """
+        import numpy as np
+        mean = np.mean([len(kvib.sample().ids) for _ in range(400)])
+        assert abs(mean - 10) < 5 * np.sqrt(10 / 400), mean
+        assert oort.availability_aware and oort.wants_losses
+        """
+    )
+    run_python(example("from aoi_fl.pipeline.policies import make_policy") + check)
 
 
 def test_the_policy_and_availability_examples_register_what_a_configuration_names():

@@ -67,17 +67,15 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedAvg, Strategy
 from flwr.supercore import log
 
-from aoi_fl.core import registry
 from aoi_fl.core.selection import (
     LossProbe,
     Sampler,
     check_available_selection,
     check_selection_ids,
 )
-from aoi_fl.core.validation import require_int
 from aoi_fl.flower.probes import loss_probe
 from aoi_fl.flower.strategy import refuse_full_information
-from aoi_fl.pipeline import config_checks, plugins
+from aoi_fl.pipeline.policies import make_policy
 
 #: the metrics a probed node's evaluate reply carries by default (mean and RMS loss)
 LOSS_KEY, RMS_KEY = "eval_loss", "eval_loss_rms"
@@ -87,23 +85,9 @@ PROBE_FLAG, PROBE_SAMPLES = "aoi-fl-probe", "probe-samples"
 
 def build_policy(policy: str, n: int, sizes: Sequence[float] | None, options: dict) -> Sampler:
     """Registered sampler ``policy`` for ``n`` clients of data sizes ``sizes`` (None: equal),
-    its options checked as a configuration's ``sampler`` section is (:func:`plugins.load`
-    registers every paper's policies first)."""
-    plugins.load()
-    n = require_int("n", n, minimum=1)
-    if not isinstance(policy, str) or policy not in registry.SAMPLERS:
-        raise ValueError(
-            f"policy={policy!r} is not a registered aoi_fl policy; allowed: "
-            f"{', '.join(sorted(registry.SAMPLERS))}"
-        )
-    options = registry.with_clients(policy, options)  # m for every policy (K-Vib's k, ...)
-    config_checks.check_sampler({"name": policy, **options}, n)
-    if sizes is None:
-        sizes = np.ones(n)
-    sizes = np.asarray(sizes, dtype=np.float64)
-    if sizes.shape != (n,):
-        raise ValueError(f"sizes must give one data size per client (n={n}), got {sizes.shape}")
-    sampler = registry.SAMPLERS[policy](n, sizes, **options)
+    its options checked as a configuration's ``sampler`` section is (:func:`make_policy`), and
+    refused if it needs what a Flower run cannot give it (every client's loss each round)."""
+    sampler = make_policy(policy, n, sizes, **options)
     refuse_full_information(sampler)
     return sampler
 

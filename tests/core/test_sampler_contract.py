@@ -14,8 +14,10 @@ import json
 import numpy as np
 import pytest
 
+from aoi_fl.core import registry
 from aoi_fl.core.selection import Selection
 from aoi_fl.pipeline import runs
+from aoi_fl.pipeline.policies import make_policy
 
 N = 24
 SIZES = np.arange(1, N + 1) * 7.0
@@ -163,6 +165,18 @@ def test_state_round_trip_continues_the_same_sequence(name):
 @pytest.mark.parametrize("name", sorted(OPTIONS))
 def test_pinned_reference_trace(name):
     assert _digest(_drive(build(name), ROUNDS)) == PINNED[name]
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_make_policy_takes_m_for_every_policy_and_draws_the_pinned_trace(name):
+    # one name for the clients per round (K-Vib's k and FedSUM's s mapped): the same sampler
+    options = dict(OPTIONS[name])
+    if (own := registry.clients_option(name)) is not None:
+        options["m"] = options.pop(own)
+    sampler = make_policy(name, N, SIZES, seed=3, **options)
+    if sampler.wants_losses:
+        sampler.loss_probe = _probe(sampler)
+    assert _digest(_drive(sampler, ROUNDS)) == PINNED[name]
 
 
 AWARE = sorted(
