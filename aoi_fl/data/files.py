@@ -30,9 +30,7 @@ def _digest(path: Path, algorithm: str) -> str:
     return h.hexdigest()
 
 
-def _run(
-    cmd: Sequence[str], cwd: Path, hint: str = "", env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
+def _run(cmd: Sequence[str], cwd: Path, hint: str = "", env: dict[str, str] | None = None) -> None:
     """Run ``cmd`` in ``cwd`` (``env``: variables set beside the current ones); raise
     :class:`DataError` with its error output and ``hint`` if it fails."""
     done = subprocess.run(
@@ -48,7 +46,6 @@ def _run(
             f"`{' '.join(cmd)}` failed with exit code {done.returncode}:\n{done.stderr[-2000:]}"
             + hint
         )
-    return done
 
 
 def _writable_folder(folder: Path, root: str | os.PathLike) -> None:
